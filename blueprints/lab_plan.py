@@ -1,0 +1,49 @@
+"""The part of a Blueprint that describes the local QEMU lab (target ``lab``).
+
+The planner fills it from the spec's ``target`` block; ``stacks.lab`` reads nothing else to build the
+image, boot the VMs and wire the rails.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+HostRole = Literal["storage_target", "gpu_client", "monitoring"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LabDisk(_Frozen):
+    name: Literal["fast", "slow"] = Field(description="fast: the NVMe-like cache device; slow: the backing device")
+    size_bytes: int = Field(gt=0, description="Size of the sparse disk image in bytes")
+
+
+class LabRail(_Frozen):
+    index: int = Field(ge=0, description="Rail number, 0-based")
+    name: str = Field(description="Rail name used in inventories, e.g. rail0")
+    subnet: str = Field(description="Private IPv4 /24 of this rail, only the lab's VMs are on it")
+    mtu: int = Field(description="MTU set on the rail NICs")
+
+
+class LabHost(_Frozen):
+    name: str = Field(description="VM host name, e.g. storage-1 or client-1")
+    role: HostRole = Field(description="What the host does in the cluster")
+    memory_mib: int = Field(ge=512, description="Guest memory in MiB (the root file system lives in it)")
+    cpus: int = Field(ge=1, description="Guest vCPUs")
+    disks: tuple[LabDisk, ...] = Field(default=(), description="Extra block devices for storage tiering")
+
+
+class LabImage(_Frozen):
+    suite: str = Field(description="Debian suite the root file system is bootstrapped from")
+    packages: tuple[str, ...] = Field(description="Debian packages installed into the image")
+    kernel_modules: tuple[str, ...] = Field(description="Kernel modules copied from the Debian kernel package")
+
+
+class LabPlan(_Frozen):
+    hosts: tuple[LabHost, ...] = Field(description="The VMs, storage targets first")
+    rails: tuple[LabRail, ...] = Field(description="Private L2 segments, one NIC per VM on each")
+    image: LabImage = Field(description="What the shared guest image holds")

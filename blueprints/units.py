@@ -1,0 +1,289 @@
+"""Typed physical quantities parsed once from the shorthand people write in specs.
+
+Sizes (``500TB``, ``1.5PiB``), rates (``500GB/s``, ``400Gb/s``, ``400G`` for links), durations
+(``100us``, ``100μs``, ``50ms``), ratios (``5%``, ``0.05``) and bounds (``>=500GB/s``, ``<100us``).
+Decimal and binary prefixes stay distinct (1 TB = 10**12 B, 1 TiB = 2**40 B); ``B`` is bytes and
+``b`` is bits. Every value keeps the text it was parsed from, so it round-trips to what the user wrote.
+
+The classes plug into pydantic: a field annotated ``Size`` accepts ``"500TB"`` (or a plain number of
+bytes) and serialises back to the string.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Self
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
+
+_NUMBER = r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+"
+_QUANTITY = re.compile(rf"^\s*(?P<num>{_NUMBER})\s*(?P<unit>[A-Za-zμµ/%]*)\s*$")
+_BOUND = re.compile(r"^\s*(?P<op>>=|<=|>|<|≥|≤)?\s*(?P<rest>.+?)\s*$")
+
+_DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+_BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
+
+
+class UnitError(ValueError):
+    """A quantity that could not be parsed; the message says what was expected."""
+
+
+def _format_number(x: float) -> str:
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.6g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """A value in SI base units (bytes, bytes/s, seconds, or a plain ratio) plus its source text."""
+
+    value: float
+    text: str
+
+    kind: ClassVar[str] = "quantity"
+    example: ClassVar[str] = ""
+    units: ClassVar[dict[str, float]] = {}
+    bare_unit: ClassVar[str | None] = None  # unit assumed for a bare number, None: SI base
+
+    @classmethod
+    def parse(cls, raw: object) -> Self:
+        if isinstance(raw, cls):
+            return raw
+        if isinstance(raw, bool) or raw is None:
+            raise UnitError(f"expected a {cls.kind} such as {cls.example!r}")
+        if isinstance(raw, int | float):
+            if not math.isfinite(raw) or raw < 0:
+                raise UnitError(f"expected a non-negative {cls.kind} such as {cls.example!r}")
+            return cls(float(raw), cls._render(float(raw)))
+        if not isinstance(raw, str):
+            raise UnitError(f"expected a {cls.kind} such as {cls.example!r}")
+        m = _QUANTITY.match(raw)
+        if not m:
+            raise UnitError(f"expected a {cls.kind} such as {cls.example!r}")
+        unit = m.group("unit").replace("µ", "μ")
+        if unit == "" and cls.bare_unit is not None:
+            unit = cls.bare_unit
+        if unit not in cls.units:
+            known = ", ".join(sorted(u for u in cls.units if u))
+            raise UnitError(f"unknown unit {m.group('unit')!r} for a {cls.kind}; expected one of {known}")
+        value = float(m.group("num")) * cls.units[unit]
+        if not math.isfinite(value):
+            raise UnitError(f"expected a finite {cls.kind} such as {cls.example!r}")
+        return cls(value, raw.strip())
+
+    @classmethod
+    def _render(cls, value: float) -> str:
+        return _format_number(value)
+
+    @classmethod
+    def of(cls, value: float) -> Self:
+        """Build from a value in base units, rendered in a readable unit."""
+        return cls(float(value), cls._render(float(value)))
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __lt__(self, other: Quantity) -> bool:
+        return self.value < other.value
+
+    def __le__(self, other: Quantity) -> bool:
+        return self.value <= other.value
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        def validate(raw: object) -> Quantity:
+            try:
+                return cls.parse(raw)
+            except UnitError as exc:
+                raise ValueError(str(exc)) from None
+
+        return core_schema.no_info_plain_validator_function(
+            validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(lambda q: q.text),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"type": ["string", "number"], "description": f"a {cls.kind}, e.g. {cls.example}"}
+
+
+def _prefixed(symbol: str, scale: float = 1.0) -> dict[str, float]:
+    out = {p + symbol: f * scale for p, f in _DECIMAL.items()}
+    out.update({p + symbol: f * scale for p, f in _BINARY.items()})
+    return out
+
+
+def _readable(value: float, symbol: str, suffix: str = "") -> str:
+    for prefix in ("E", "P", "T", "G", "M", "k"):
+        f = _DECIMAL[prefix]
+        if abs(value) >= f:
+            return f"{_format_number(value / f)}{prefix}{symbol}{suffix}"
+    return f"{_format_number(value)}{symbol}{suffix}"
+
+
+class Size(Quantity):
+    """Bytes. ``500TB`` is 500 * 10**12, ``1.5PiB`` is 1.5 * 2**50."""
+
+    kind = "size"
+    example = "500TB"
+    units = {**_prefixed("B"), **_prefixed("b", 1 / 8)}
+    bare_unit = "B"
+
+    @classmethod
+    def _render(cls, value: float) -> str:
+        return _readable(round(value, 3), "B")
+
+
+class Rate(Quantity):
+    """Bytes per second. ``500GB/s``; ``400Gb/s`` and the link shorthand ``400G`` are bits per second."""
+
+    kind = "rate"
+    example = "500GB/s"
+    units = {
+        **{k + "/s": v for k, v in _prefixed("B").items()},
+        **{k + "/s": v for k, v in _prefixed("b", 1 / 8).items()},
+        **{k + "bps": v for k, v in _prefixed("", 1 / 8).items() if k},
+        **{p: f / 8 for p, f in _DECIMAL.items() if p and p != "k"},  # link speeds: 400G, 100M
+    }
+    bare_unit = "B/s"
+
+    @classmethod
+    def _render(cls, value: float) -> str:
+        return _readable(round(value, 3), "B", "/s")
+
+    @property
+    def gbit(self) -> float:
+        """The rate in Gb/s, the unit NIC speeds are quoted in."""
+        return self.value * 8 / 1e9
+
+
+class Duration(Quantity):
+    """Seconds. ``100us``, ``100μs``, ``50ms``, ``2s``, ``5m``."""
+
+    kind = "duration"
+    example = "100us"
+    units = {"ns": 1e-9, "us": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+    bare_unit = "s"
+
+    @classmethod
+    def _render(cls, value: float) -> str:
+        for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+            if abs(value) >= f:
+                return f"{_format_number(round(value / f, 6))}{unit}"
+        return f"{_format_number(round(value / 1e-9, 3))}ns"
+
+
+class Ratio(Quantity):
+    """A fraction. ``5%`` and ``0.05`` are the same value."""
+
+    kind = "ratio"
+    example = "5%"
+    units = {"": 1.0, "%": 0.01}
+
+    @classmethod
+    def _render(cls, value: float) -> str:
+        return f"{_format_number(round(value * 100, 6))}%"
+
+    @classmethod
+    def parse(cls, raw: object) -> Self:
+        q = super().parse(raw)
+        if q.value > 1.0:
+            raise UnitError(f"expected a ratio between 0 and 1 (or 0% to 100%), got {raw!r}")
+        return q
+
+
+Op = Literal[">=", ">", "<=", "<"]
+_OP_ALIASES = {"≥": ">=", "≤": "<="}
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """A target such as ``>=500GB/s`` or ``<100us``: a comparison and a quantity."""
+
+    op: Op
+    quantity: Quantity
+
+    @property
+    def value(self) -> float:
+        return self.quantity.value
+
+    @property
+    def is_lower(self) -> bool:
+        return self.op in (">=", ">")
+
+    def satisfied_by(self, measured: float) -> bool:
+        v = self.quantity.value
+        return {">=": measured >= v, ">": measured > v, "<=": measured <= v, "<": measured < v}[self.op]
+
+    def __str__(self) -> str:
+        return f"{self.op}{self.quantity.text}"
+
+
+class _BoundOf:
+    """pydantic annotation: ``Annotated[Bound, lower(Rate)]`` parses ``">=500GB/s"``."""
+
+    def __init__(self, quantity: type[Quantity], direction: Literal["lower", "upper"]) -> None:
+        self.quantity = quantity
+        self.direction = direction
+
+    def parse(self, raw: object) -> Bound:
+        if isinstance(raw, Bound):
+            return raw
+        want = ">=" if self.direction == "lower" else "<"
+        example = f"{want}{self.quantity.example}"
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            return Bound(">=" if self.direction == "lower" else "<=", self.quantity.parse(raw))
+        if not isinstance(raw, str):
+            raise UnitError(f"expected a {self.direction} bound such as {example!r}")
+        m = _BOUND.match(raw)
+        if not m:
+            raise UnitError(f"expected a {self.direction} bound such as {example!r}")
+        op = _OP_ALIASES.get(m.group("op") or "", m.group("op"))
+        if op is None:
+            op = ">=" if self.direction == "lower" else "<="
+        if (op in (">=", ">")) != (self.direction == "lower"):
+            raise UnitError(
+                f"expected a {self.direction} bound such as {example!r}; "
+                f"{raw.strip()!r} points the other way"
+            )
+        try:
+            q = self.quantity.parse(m.group("rest"))
+        except UnitError as exc:
+            raise UnitError(f"{exc} (as in {example!r})") from None
+        return Bound(op, q)  # type: ignore[arg-type]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        def validate(raw: object) -> Bound:
+            try:
+                return self.parse(raw)
+            except UnitError as exc:
+                raise ValueError(str(exc)) from None
+
+        return core_schema.no_info_plain_validator_function(
+            validate, serialization=core_schema.plain_serializer_function_ser_schema(str)
+        )
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        want = ">=" if self.direction == "lower" else "<"
+        return {
+            "type": "string",
+            "pattern": r"^\s*(>=|>|<=|<|≥|≤)?\s*[0-9.]+",
+            "description": f"a {self.direction} bound on a {self.quantity.kind}, e.g. {want}{self.quantity.example}",
+        }
+
+
+def lower(quantity: type[Quantity]) -> _BoundOf:
+    return _BoundOf(quantity, "lower")
+
+
+def upper(quantity: type[Quantity]) -> _BoundOf:
+    return _BoundOf(quantity, "upper")
