@@ -169,7 +169,8 @@ class Duration(Quantity):
 
     kind = "duration"
     example = "100us"
-    units = {"ns": 1e-9, "us": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+    units = {"ns": 1e-9, "us": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0,
+             "h": 3600.0, "d": 86400.0}
     bare_unit = "s"
 
     @classmethod

@@ -1,0 +1,44 @@
+# clustersmith: `make demo` and `make test` do all set-up on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+SPEC   ?= examples/cv-training-500tb.yaml
+OUT    ?= out
+
+.PHONY: demo test test-unit test-lab lint typecheck venv clean golden bench
+
+$(BIN)/clustersmith: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(BIN)/clustersmith
+
+demo: venv
+	$(BIN)/clustersmith validate $(SPEC)
+	$(BIN)/clustersmith plan $(SPEC)
+	$(BIN)/clustersmith build $(SPEC) -o $(OUT)
+	$(BIN)/clustersmith explain $(OUT)/$$(basename $(SPEC) .yaml) acceptance.storage.read_throughput
+
+test: venv lint
+	$(BIN)/pytest -q tests
+
+test-unit: venv
+	$(BIN)/pytest -q tests -m "not lab"
+
+test-lab: venv
+	$(BIN)/pytest -q tests -m lab
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy blueprints
+
+golden: venv
+	$(BIN)/pytest -q tests/golden --update-golden
+
+bench: venv
+	$(BIN)/python tests/bench_planner.py
+
+clean:
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache

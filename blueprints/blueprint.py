@@ -1,0 +1,303 @@
+"""The Blueprint: the resolved design, and the one contract between planning and everything downstream.
+
+Every number the planner derives is a ``Traced`` value: the value plus ``derived_from`` (the spec paths
+it came from, the rule's name and the arithmetic). Stacks, roles and validators read this model (or
+the ``blueprint.yaml`` it serialises to) and never the raw spec.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Generic, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from blueprints.errors import ClusterSmithError, Problem
+from blueprints.lab_plan import HostRole, LabPlan
+from blueprints.spec import Requirements
+from blueprints.units import Duration, Rate, Ratio, Size
+
+T = TypeVar("T")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Provenance(_Frozen):
+    spec: tuple[str, ...] = Field(description="Spec paths the value was derived from")
+    rule: str = Field(description="Planner rule that derived it")
+    formula: str = Field(default="", description="The arithmetic, with the numbers used")
+
+
+class Traced(_Frozen, Generic[T]):
+    value: T
+    derived_from: Provenance
+
+
+def traced(value: T, spec: tuple[str, ...] | list[str], rule: str, formula: str = "") -> Traced[T]:
+    return Traced[T](value=value, derived_from=Provenance(spec=tuple(spec), rule=rule, formula=formula))
+
+
+# compute -----------------------------------------------------------------------------------------
+
+
+class ComputePlan(_Frozen):
+    node_type: Traced[str] = Field(description="Catalog server or cloud instance type")
+    accelerator: str
+    gpus: int
+    gpus_per_node: int
+    nodes: Traced[int] = Field(description="GPU nodes")
+    rails: Traced[int] = Field(description="Compute NIC rails per node")
+    rail_speed: Rate = Field(description="Line rate of one rail NIC")
+    storage_nics: int = Field(description="Storage NICs per node")
+    storage_nic_speed: Rate
+    local_nvme: Size = Field(description="Local NVMe cache per node")
+    storage_read_per_node: Rate = Field(description="Storage read one node is sized to ingest")
+
+
+# fabric ------------------------------------------------------------------------------------------
+
+FabricKind = Literal["roce", "infiniband", "efa"]
+
+
+class FabricPlan(_Frozen):
+    kind: Traced[FabricKind]
+    provider_managed: bool = Field(description="True in clouds: the provider runs the switches")
+    switch: str | None = Field(description="Catalog switch model")
+    radix: int | None = None
+    endpoints: Traced[int] = Field(description="NIC ports attached to the compute fabric")
+    tiers: Traced[int] = Field(description="Fat-tree tiers (0 when provider-managed)")
+    leaf_switches: Traced[int]
+    spine_switches: Traced[int]
+    core_switches: Traced[int]
+    rail_optimized: Traced[bool]
+    ecmp: bool
+    mtu: Traced[int]
+
+
+# qos ---------------------------------------------------------------------------------------------
+
+
+class DcqcnPlan(_Frozen):
+    enabled: bool
+    priorities: tuple[int, ...] = Field(description="Priorities with congestion control enabled")
+    rpg_time_reset: int
+    rpg_byte_reset: int
+    rpg_threshold: int
+    rpg_ai_rate: int
+    rpg_hai_rate: int
+    rpg_gd: int
+    rpg_min_dec_fac: int
+    rpg_min_rate: int
+    rate_to_set_on_first_cnp: int
+    initial_alpha_value: int
+    min_time_between_cnps: int
+    source: str
+
+
+class QosPlan(_Frozen):
+    """One QoS plan every layer applies: NIC trust/PFC/ECN, NCCL's TC, NVMe-oF's ToS, the switch."""
+
+    applies: bool = Field(description="False where the provider owns QoS (EFA, managed InfiniBand)")
+    roce_priority: Traced[int]
+    dscp: Traced[int]
+    cnp_dscp: Traced[int]
+    cnp_priority: int
+    pfc_priorities: tuple[int, ...] = Field(description="PFC is enabled on these priorities only")
+    trust: Literal["dscp", "pcp"]
+    ecn: bool
+    traffic_class: Traced[int] = Field(description="IP ToS byte: DSCP << 2 | ECT(0)")
+    nccl_ib_tc: int = Field(description="What NCCL_IB_TC is set to")
+    nvmeof_tos: int = Field(description="What NVMe-oF connections use as type of service")
+    switch_dscp_to_priority: dict[int, int] = Field(description="DSCP -> priority map on the switches")
+    dcqcn: DcqcnPlan
+
+
+# nccl --------------------------------------------------------------------------------------------
+
+
+class EnvVar(_Frozen):
+    name: str
+    value: str
+    derived_from: Provenance
+
+
+class NcclPlan(_Frozen):
+    env: tuple[EnvVar, ...] = Field(description="Environment for every rank")
+    degraded_env: tuple[EnvVar, ...] = Field(description="Overrides of the degraded profile (Ring)")
+    gpudirect_rdma: Traced[bool]
+    in_network_reduction: Traced[Literal["none", "sharp", "nvls"]]
+
+
+# storage -----------------------------------------------------------------------------------------
+
+
+class ProtectionOption(_Frozen):
+    scheme: Literal["erasure", "replica", "none"]
+    data: int = Field(description="k data chunks (1 for replicas)")
+    parity: int = Field(description="m parity chunks, or copies - 1 for replicas")
+    multiplier: float = Field(description="raw / usable")
+    raw: Size = Field(description="Raw capacity this option needs")
+    min_nodes: int = Field(description="Failure domains the option needs")
+
+
+class TierPlan(_Frozen):
+    name: Literal["local_cache", "hot", "warm", "cold"]
+    media: str
+    server: str = Field(description="Catalog server shape")
+    usable: Traced[Size]
+    protection: Traced[str] = Field(description="Chosen scheme, e.g. ec-8+2 or replica-3")
+    alternatives: tuple[ProtectionOption, ...] = Field(description="Protection options weighed, raw of each")
+    raw: Traced[Size]
+    nodes: Traced[int]
+    per_node_read: Rate
+    aggregate_read: Traced[Rate]
+    read_latency: Duration | None = Field(default=None, description="4k read latency of the media")
+
+
+class NvmeofSubsystem(_Frozen):
+    nqn: str
+    tier: str
+    node: int = Field(description="Storage node index within the tier")
+
+
+class NvmeofPlan(_Frozen):
+    transport: Literal["rdma", "tcp"]
+    port: int
+    paths_per_subsystem: Traced[int]
+    iopolicy: Traced[Literal["numa", "round-robin", "queue-depth"]]
+    ctrl_loss_tmo: Traced[int]
+    reconnect_delay: Traced[int]
+    fast_io_fail_tmo: Traced[int]
+    keep_alive_tmo: Traced[int]
+    tos: int
+    subsystems: tuple[NvmeofSubsystem, ...]
+
+
+class CachePlan(_Frozen):
+    """Block-level tiering on each client: dm-cache of the local NVMe in front of the slower tier."""
+
+    mode: Traced[Literal["writethrough", "writeback"]]
+    policy: Literal["smq"]
+    size: Traced[Size]
+    hot_set: Traced[Size]
+    read_ahead_kb: Traced[int]
+    dirty_background_ratio: int
+    dirty_ratio: int
+    min_hit_ratio: Traced[Ratio]
+
+
+class StoragePlan(_Frozen):
+    managed_service: str | None = Field(description="Cloud file system used instead of own servers")
+    tiers: tuple[TierPlan, ...]
+    read_throughput: Traced[Rate] = Field(description="Designed aggregate read throughput")
+    write_throughput: Traced[Rate]
+    nvmeof: NvmeofPlan | None
+    cache: CachePlan
+
+
+# monitoring --------------------------------------------------------------------------------------
+
+
+class ScrapeJob(_Frozen):
+    name: str
+    role: HostRole
+    port: int
+    exporter: str
+
+
+class AlertRule(_Frozen):
+    name: str
+    summary: str
+    expr: str = Field(description="PromQL; the threshold is substituted in")
+    threshold: float
+    unit: str
+    for_: str = Field(alias="for", description="How long the condition must hold")
+    severity: Literal["critical", "warning", "info"]
+    derived_from: Provenance
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class MonitoringPlan(_Frozen):
+    scrape_interval: Duration
+    scrape: tuple[ScrapeJob, ...]
+    alerts: tuple[AlertRule, ...]
+    baseline_window: Duration = Field(description="History the dynamic thresholds are computed over")
+
+
+# acceptance --------------------------------------------------------------------------------------
+
+Tool = Literal["fio", "nccl", "ib_write_bw", "ib_read_lat", "nvme", "qos", "prometheus"]
+
+
+class Check(_Frozen):
+    id: str = Field(description="Stable id, e.g. storage.read_throughput")
+    tool: Tool
+    metric: str = Field(description="What is measured")
+    op: Literal[">=", "<=", "==", "<", ">"]
+    threshold: float = Field(description="In the unit below")
+    unit: str
+    severity: Literal["error", "warning", "info"]
+    scope: Literal["cluster", "host", "rail"] = Field(description="Where the measure is taken")
+    args: dict[str, str] = Field(default_factory=dict, description="Tool arguments from the plan")
+    derived_from: Provenance
+
+
+class AcceptancePlan(_Frozen):
+    checks: tuple[Check, ...]
+
+
+# the Blueprint -----------------------------------------------------------------------------------
+
+
+class HostGroup(_Frozen):
+    role: HostRole
+    count: int
+    name_prefix: str
+    node_type: str
+
+
+class Blueprint(_Frozen):
+    apiVersion: Literal["clustersmith/v1alpha1"] = "clustersmith/v1alpha1"
+    kind: Literal["Blueprint"] = "Blueprint"
+    name: str
+    spec_file: str = Field(description="The spec this was planned from")
+    spec_lines: dict[str, int] = Field(description="Spec path -> line in spec_file, for explain")
+    requirements: Requirements = Field(description="The validated spec, as planned")
+    hosts: tuple[HostGroup, ...]
+    compute: ComputePlan
+    fabric: FabricPlan
+    qos: QosPlan
+    nccl: NcclPlan
+    storage: StoragePlan
+    monitoring: MonitoringPlan
+    acceptance: AcceptancePlan
+    lab: LabPlan | None = None
+    notes: tuple[str, ...] = Field(default=(), description="Planner remarks worth reading")
+
+
+def dump_blueprint(bp: Blueprint) -> str:
+    data = bp.model_dump(mode="json", by_alias=True)
+    return yaml.safe_dump(data, sort_keys=False, width=110, allow_unicode=True)
+
+
+def load_blueprint(path: Path) -> Blueprint:
+    """Load ``blueprint.yaml`` (or the build folder holding it)."""
+    if path.is_dir():
+        path = path / "blueprint.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ClusterSmithError(
+            [Problem("", f"cannot read a Blueprint: {exc}")], str(path), "invalid blueprint"
+        ) from None
+    try:
+        return Blueprint.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            Problem(".".join(str(p) for p in e["loc"]), str(e["msg"])) for e in exc.errors()
+        ]
+        raise ClusterSmithError(problems, str(path), "invalid blueprint") from None

@@ -1,0 +1,120 @@
+"""Hardware facts the planner sizes from: GPUs, NICs, drives, switches, servers and cloud instances.
+
+The data lives in the YAML files beside this module; every entry names its ``source`` (a published
+figure, or a design default that says so). ``load_catalog()`` parses them once into typed models.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from blueprints.units import Duration, Rate, Size
+
+_HERE = Path(__file__).parent
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Catalog key")
+    source: str = Field(min_length=3, description="Where the figures come from")
+
+
+class Gpu(_Entry):
+    memory: Size = Field(description="HBM capacity per GPU")
+    nvlink_per_direction: Rate | None = Field(default=None, description="NVLink bandwidth per direction")
+
+
+class Nic(_Entry):
+    speed: Rate = Field(description="Line rate, e.g. 400G")
+    nccl_busbw: Rate | None = Field(default=None, description="Achievable NCCL bandwidth through one NIC")
+    rdma_pass_fraction: float = Field(description="ib_write_bw pass mark as a fraction of line rate")
+
+
+class Drive(_Entry):
+    media: Literal["nvme_tlc", "nvme_qlc", "hdd"] = Field(description="Media class")
+    capacity: Size = Field(description="Capacity of one drive")
+    seq_read: Rate = Field(description="Sequential read bandwidth of one drive")
+    seq_write: Rate = Field(description="Sequential write bandwidth of one drive")
+    read_latency: Duration = Field(description="Typical 4k random read latency at queue depth 1")
+
+
+class Switch(_Entry):
+    fabric: Literal["infiniband", "ethernet"] = Field(description="Switch family")
+    radix: int = Field(gt=1, description="Ports per switch at port_speed")
+    port_speed: Rate = Field(description="Port speed the radix is counted at")
+
+
+class GpuServer(_Entry):
+    accelerator: str = Field(description="GPU catalog key")
+    gpus_per_node: int = Field(gt=0, description="GPUs in one server")
+    compute_rails: int = Field(gt=0, description="Compute-fabric NICs (one per rail)")
+    compute_nic: str = Field(description="NIC catalog key of the compute rails")
+    storage_nics: int = Field(ge=0, description="Storage-fabric NICs")
+    storage_nic: str = Field(description="NIC catalog key of the storage NICs")
+    local_nvme: Size = Field(description="Local NVMe cache capacity")
+    storage_read_per_node: Rate = Field(description="Storage read one node should sustain")
+
+
+class StorageServer(_Entry):
+    drive: str = Field(description="Drive catalog key")
+    drives: int = Field(gt=0, description="Drives per server")
+    nics: int = Field(gt=0, description="Storage-fabric NICs per server")
+    nic: str = Field(description="NIC catalog key")
+
+
+class InstanceType(_Entry):
+    provider: Literal["aws", "gcp", "azure"] = Field(description="Cloud")
+    accelerator: str = Field(description="GPU catalog key")
+    gpus_per_node: int = Field(gt=0, description="GPUs per instance")
+    network: Literal["efa", "roce", "infiniband"] = Field(description="GPU-to-GPU network technology")
+    rdma_interfaces: int = Field(gt=0, description="RDMA network interfaces per instance")
+    network_bandwidth: Rate = Field(description="Aggregate GPU network bandwidth per instance")
+    local_nvme: Size = Field(description="Instance-store NVMe")
+
+
+class ManagedFileSystem(_Entry):
+    provider: Literal["aws", "gcp", "azure"] = Field(description="Cloud")
+    service: str = Field(description="Product name")
+    throughput_per_tib: Rate = Field(description="Throughput per TiB of provisioned capacity")
+    min_capacity: Size = Field(description="Smallest file system")
+    capacity_step: Size = Field(description="Capacity increment")
+
+
+class Catalog(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpus: dict[str, Gpu]
+    nics: dict[str, Nic]
+    drives: dict[str, Drive]
+    switches: dict[str, Switch]
+    gpu_servers: dict[str, GpuServer]
+    storage_servers: dict[str, StorageServer]
+    instance_types: dict[str, InstanceType]
+    file_systems: dict[str, ManagedFileSystem]
+
+
+_FILES = {
+    "gpus": "gpus.yaml",
+    "nics": "nics.yaml",
+    "drives": "drives.yaml",
+    "switches": "switches.yaml",
+    "gpu_servers": "gpu_servers.yaml",
+    "storage_servers": "storage_servers.yaml",
+    "instance_types": "instance_types.yaml",
+    "file_systems": "file_systems.yaml",
+}
+
+
+@cache
+def load_catalog(folder: Path = _HERE) -> Catalog:
+    data: dict[str, dict[str, object]] = {}
+    for key, filename in _FILES.items():
+        entries = yaml.safe_load((folder / filename).read_text()) or []
+        data[key] = {e["name"]: e for e in entries}
+    return Catalog.model_validate(data)

@@ -1,0 +1,123 @@
+"""The ``clustersmith`` command line.
+
+Exit codes: 0 success, 1 a check failed (accept), 2 bad input (spec, Blueprint, arguments), 130 Ctrl-C.
+Bad input prints every problem with file, line, path, value and what was expected, and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from blueprints.blueprint import Blueprint, load_blueprint
+from blueprints.errors import ClusterSmithError
+from blueprints.explain import explain, render_explanation
+from blueprints.loader import load_requirements, requirement_lines
+from blueprints.planner import plan
+from blueprints.render import build as render_build
+from blueprints.spec import Requirements
+from blueprints.summary import print_summary
+
+out = Console()
+err = Console(stderr=True)
+
+
+def plan_file(spec: Path) -> Blueprint:
+    """Load, validate and plan a spec file: the shared front half of validate, plan and build."""
+    req = load_requirements(spec)
+    lines = requirement_lines(spec)
+    try:
+        return plan(req, spec_file=str(spec), spec_lines=lines)
+    except ClusterSmithError as exc:
+        exc.problems = [p if p.line else replace(p, line=lines.get(p.path)) for p in exc.problems]
+        exc.filename = str(spec)
+        raise
+
+
+_SPEC = click.argument("spec", type=click.Path(path_type=Path, dir_okay=False))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="clustersmith")
+def cli() -> None:
+    """Plan, build and accept GPU clusters from a short requirement spec."""
+
+
+@cli.command()
+@_SPEC
+def validate(spec: Path) -> None:
+    """Check a spec: structure, units, rules, and that its targets can be met."""
+    bp = plan_file(spec)
+    out.print(f"[green]ok[/]: {spec} is valid ({bp.compute.gpus} GPUs on {bp.compute.nodes.value} "
+              f"{bp.compute.node_type.value} nodes, target {bp.requirements.target.provider})")
+
+
+@cli.command("plan")
+@_SPEC
+def plan_cmd(spec: Path) -> None:
+    """Print the design: compute, fabric, QoS, storage tiers and acceptance checks, with the arithmetic."""
+    print_summary(plan_file(spec), out)
+
+
+@cli.command()
+@_SPEC
+@click.option("-o", "--output", "output", type=click.Path(path_type=Path, file_okay=False), default=Path("out"),
+              show_default=True, help="Folder the build folder <name>/ is written into")
+def build(spec: Path, output: Path) -> None:
+    """Write out/<name>/: blueprint.yaml and everything rendered from it."""
+    bp = plan_file(spec)
+    folder, files = render_build(bp, output)
+    out.print(f"[green]built[/] {folder} ({len(files)} files)")
+    for f in files:
+        out.print(f"  {f}")
+
+
+@cli.command("explain")
+@click.argument("build_dir", type=click.Path(path_type=Path))
+@click.argument("path")
+def explain_cmd(build_dir: Path, path: str) -> None:
+    """Show where a Blueprint value came from, e.g. acceptance.checks.storage.read_throughput."""
+    bp = load_blueprint(build_dir)
+    if path.startswith("acceptance.") and not path.startswith("acceptance.checks"):
+        path = "acceptance.checks." + path.removeprefix("acceptance.")
+    click.echo(render_explanation(bp, explain(bp, path)))
+
+
+@cli.command()
+def schema() -> None:
+    """Print the JSON Schema of the requirement spec (for editors)."""
+    click.echo(json.dumps(Requirements.model_json_schema(), indent=2))
+
+
+def _add_optional_groups() -> None:
+    try:
+        from stacks.lab.cli import lab
+    except ImportError:
+        return
+    cli.add_command(lab)
+
+
+_add_optional_groups()
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except ClusterSmithError as exc:
+        err.print("[red]error[/]: ", end="")
+        err.print(str(exc), highlight=False, markup=False)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)

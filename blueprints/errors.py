@@ -1,0 +1,47 @@
+"""The project's own error type for user input: every problem at once, each pointing into the file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the user's input."""
+
+    path: str  # dotted YAML path, e.g. performance.storage.latency_p99 ("" for the document)
+    message: str  # what is wrong and what was expected
+    line: int | None = None  # 1-based line in the file, when known
+    value: str | None = None  # the offending value as the user wrote it
+    hint: str | None = None  # e.g. "did you mean 'training_set'?"
+
+    def render(self, filename: str = "") -> str:
+        where = f"{filename}:{self.line}" if self.line and filename else (filename or "")
+        head = f"{where}: " if where else ""
+        at = self.path or "(document)"
+        got = f" (got {self.value})" if self.value is not None else ""
+        hint = f"; {self.hint}" if self.hint else ""
+        return f"{head}{at}: {self.message}{got}{hint}"
+
+
+@dataclass
+class ClusterSmithError(Exception):
+    """Bad input: a spec, a Blueprint or an argument. The CLI prints it and exits with 2."""
+
+    problems: Sequence[Problem]
+    filename: str = ""
+    title: str = field(default="invalid input")
+
+    def __str__(self) -> str:
+        lines = [f"{self.title}: {len(self.problems)} problem(s)"]
+        lines += ["  " + p.render(self.filename) for p in self.problems]
+        return "\n".join(lines)
+
+
+class SpecError(ClusterSmithError):
+    """The requirement spec is malformed or asks for something the catalog cannot deliver."""
+
+
+class InfeasibleError(ClusterSmithError):
+    """The targets are well-formed but cannot be met; each problem names both numbers."""

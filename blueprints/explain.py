@@ -1,0 +1,114 @@
+"""``clustersmith explain``: walk a Blueprint value back to the spec lines it was derived from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from blueprints.blueprint import Blueprint
+from blueprints.errors import ClusterSmithError, Problem
+
+
+@dataclass(frozen=True)
+class SpecLine:
+    path: str
+    line: int | None
+    value: str
+
+
+@dataclass(frozen=True)
+class Explanation:
+    path: str
+    value: Any
+    rule: str | None
+    formula: str
+    sources: tuple[SpecLine, ...]
+
+
+def _key_of(item: Any) -> str | None:
+    if isinstance(item, dict):
+        for key in ("id", "name"):
+            if isinstance(item.get(key), str):
+                return str(item[key])
+    return None
+
+
+def _walk(node: Any, parts: list[str], done: list[str]) -> tuple[Any, list[str]]:
+    if not parts:
+        return node, done
+    if isinstance(node, dict):
+        # keys may hold dots (check ids such as storage.read_throughput): longest match first
+        for n in range(len(parts), 0, -1):
+            key = ".".join(parts[:n])
+            if key in node:
+                return _walk(node[key], parts[n:], [*done, key])
+        return None, done
+    if isinstance(node, list):
+        for n in range(len(parts), 0, -1):
+            key = ".".join(parts[:n])
+            for i, item in enumerate(node):
+                if _key_of(item) == key or key == str(i):
+                    return _walk(item, parts[n:], [*done, key])
+        return None, done
+    return None, done
+
+
+def _children(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return list(node)
+    if isinstance(node, list):
+        return [k for k in (_key_of(i) for i in node) if k] or [str(i) for i in range(len(node))]
+    return []
+
+
+def explain(bp: Blueprint, dotted: str) -> Explanation:
+    data = bp.model_dump(mode="json", by_alias=True)
+    parts = [p for p in dotted.split(".") if p]
+    node, done = _walk(data, parts, [])
+    if node is None:
+        parent, _ = _walk(data, done, [])
+        options = ", ".join(_children(parent)[:25])
+        raise ClusterSmithError(
+            [Problem(dotted, f"no such value in the Blueprint; under {'.'.join(done) or '(top)'} there is: {options}")],
+            title="cannot explain",
+        )
+    if isinstance(node, dict) and "derived_from" in node:
+        prov = node["derived_from"]
+        if "value" in node:
+            value = node["value"]
+        elif "threshold" in node:  # an acceptance check or an alert rule
+            op = node.get("op", "threshold")
+            value = f"{op} {node['threshold']:g} {node['unit']} ({node['severity']})"
+        else:
+            value = {k: v for k, v in node.items() if k != "derived_from"}
+        spec_data = bp.requirements.model_dump(mode="json", by_alias=True)
+        sources = []
+        for path in prov["spec"]:
+            spec_value, _ = _walk(spec_data, path.split("."), [])
+            sources.append(SpecLine(path, bp.spec_lines.get(path), "(default)" if spec_value is None
+                                    else str(spec_value)))
+        return Explanation(dotted, value, prov["rule"], prov.get("formula", ""), tuple(sources))
+    return Explanation(dotted, node, None, "", ())
+
+
+def render_explanation(bp: Blueprint, e: Explanation) -> str:
+    lines = [f"{e.path} = {_short(e.value)}"]
+    if e.rule is None:
+        lines.append("  not derived from the spec: a constant of the design or a container of values")
+        return "\n".join(lines)
+    lines.append(f"  rule:    {e.rule}")
+    if e.formula:
+        lines.append(f"  because: {e.formula}")
+    lines.append(f"  from {bp.spec_file}:")
+    for s in e.sources:
+        where = f"line {s.line:>3}" if s.line else "(not in the file: default)"
+        lines.append(f"    {where}  {s.path}: {s.value}")
+    return "\n".join(lines)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_short(v) for v in value[:8]) + (", ..." if len(value) > 8 else "") + "]"
+    return str(value)

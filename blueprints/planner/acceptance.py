@@ -1,0 +1,106 @@
+"""Acceptance: the checks that gate production, each threshold traced to the spec line it enforces.
+
+In the lab, throughput and latency are emulated, so those checks are informational there: they run and
+report, but never pass or fail a lab as a performance claim.
+"""
+
+from __future__ import annotations
+
+from blueprints.blueprint import (
+    AcceptancePlan,
+    Check,
+    ComputePlan,
+    FabricPlan,
+    Provenance,
+    QosPlan,
+    StoragePlan,
+)
+from blueprints.planner.context import PlanContext
+
+GB = 1e9
+
+
+def _check(ctx: PlanContext, id: str, tool: str, metric: str, op: str, threshold: float, unit: str,
+           spec: list[str], rule: str, formula: str = "", severity: str = "error", scope: str = "cluster",
+           performance: bool = True, args: dict[str, str] | None = None) -> Check:
+    if performance and ctx.is_lab:
+        severity = "info"
+        formula = (formula + "; " if formula else "") + "lab: emulated, informational"
+    return Check.model_validate({
+        "id": id, "tool": tool, "metric": metric, "op": op, "threshold": round(threshold, 6), "unit": unit,
+        "severity": severity, "scope": scope, "args": args or {},
+        "derived_from": Provenance(spec=tuple(spec), rule=rule, formula=formula),
+    })
+
+
+def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan,
+                    storage: StoragePlan) -> AcceptancePlan:
+    perf = ctx.req.performance.storage
+    checks = [
+        _check(ctx, "storage.read_throughput", "fio", "aggregate sequential read bw_bytes across clients",
+               ">=", perf.read_throughput.value / GB, "GB/s", ["performance.storage.read_throughput"],
+               "acceptance.read_throughput", f"{perf.read_throughput}",
+               args={"rw": "read", "bs": "1M", "iodepth": "32", "direct": "1", "ioengine": "libaio"}),
+    ]
+    if perf.write_throughput is not None:
+        checks.append(_check(ctx, "storage.write_throughput", "fio", "aggregate sequential write bw_bytes",
+                             ">=", perf.write_throughput.value / GB, "GB/s",
+                             ["performance.storage.write_throughput"], "acceptance.write_throughput",
+                             f"{perf.write_throughput}",
+                             args={"rw": "write", "bs": "1M", "iodepth": "32", "direct": "1", "ioengine": "libaio"}))
+    checks += [
+        _check(ctx, "storage.latency_p99", "fio", "4k random read clat p99", "<=", perf.latency_p99.value * 1e6,
+               "us", ["performance.storage.latency_p99"], "acceptance.latency_p99", f"{perf.latency_p99}",
+               args={"rw": "randread", "bs": "4k", "iodepth": "1", "direct": "1", "ioengine": "libaio"}),
+        _check(ctx, "storage.jitter", "fio", "coefficient of variation of per-interval read bandwidth", "<=",
+               perf.jitter.value * 100, "%", ["performance.storage.jitter"], "acceptance.jitter_cv",
+               f"bw_dev / bw_mean {perf.jitter}", args={"rw": "read", "bs": "1M", "bwavgtime": "500"}),
+        _check(ctx, "storage.mixed", "fio", "randrw 70/30, 4k-1M: completes without errors", "==", 0, "errors",
+               ["performance.storage.read_throughput", "performance.storage.write_throughput"],
+               "acceptance.mixed_workload", "the design's mixed workload", performance=False,
+               args={"rw": "randrw", "rwmixread": "70", "bsrange": "4k-1M", "direct": "1", "ioengine": "libaio",
+                     "verify": "crc32c"}),
+    ]
+    nic = next((n for n in ctx.catalog.nics.values() if n.speed.value == compute.rail_speed.value), None)
+    if nic is not None:
+        gbit = compute.rail_speed.gbit
+        checks.append(_check(ctx, "rdma.write_bw", "ib_write_bw", "bandwidth per rail", ">=",
+                             gbit * nic.rdma_pass_fraction, "Gb/s", ["compute.accelerator", "target.provider"],
+                             "acceptance.rdma_line_rate", f"{nic.rdma_pass_fraction:.0%} of {gbit:g} Gb/s "
+                             f"(NGC multinode pass mark)", scope="rail",
+                             args={"size": "65536", "duration": "10", "qps": "2"}))
+    busbw_nic = next((n for n in ctx.catalog.nics.values() if n.nccl_busbw and n.speed.value == 50e9), None)
+    if busbw_nic is not None and busbw_nic.nccl_busbw is not None:
+        fraction = busbw_nic.nccl_busbw.value / busbw_nic.speed.value
+        node_bw = compute.rails.value * compute.rail_speed.value
+        expect = node_bw * fraction / GB
+        severity = "error" if ctx.req.performance.network.comm_share.value >= 0.3 else "warning"
+        checks.append(_check(ctx, "nccl.allreduce_busbw", "nccl", "all_reduce busbw at the largest size", ">=",
+                             expect, "GB/s", ["compute.accelerator", "performance.network.comm_share"],
+                             "acceptance.nccl_busbw_per_nic",
+                             f"{compute.rails.value} x {compute.rail_speed} x {fraction:.2f} "
+                             f"(46 GB/s per 400G NIC, nccl-tests#290)", severity=severity,
+                             args={"op": "all_reduce", "minbytes": "2G", "maxbytes": "8G", "requires": "gpu",
+                                   "algo": "Ring"}))
+    if storage.nvmeof is not None:
+        nv = storage.nvmeof
+        checks.append(_check(ctx, "nvmeof.paths", "nvme", "live paths per namespace", ">=",
+                             nv.paths_per_subsystem.value, "paths", list(nv.paths_per_subsystem.derived_from.spec),
+                             "acceptance.one_path_per_rail", nv.paths_per_subsystem.derived_from.formula,
+                             scope="host", performance=False, args={"iopolicy": nv.iopolicy.value}))
+    if qos.applies:
+        checks.append(_check(ctx, "qos.consistency", "qos", "layers agreeing with the QoS plan", "==", 1, "bool",
+                             list(qos.dscp.derived_from.spec), "acceptance.qos_one_plan",
+                             f"DSCP {qos.dscp.value}, priority {qos.roce_priority.value}, "
+                             f"ToS {qos.traffic_class.value}",
+                             scope="host", performance=False,
+                             args={"dscp": str(qos.dscp.value), "priority": str(qos.roce_priority.value),
+                                   "tos": str(qos.traffic_class.value)}))
+    checks.append(_check(ctx, "cache.hit_ratio", "prometheus", "dm-cache read hit ratio after warm-up", ">=",
+                         storage.cache.min_hit_ratio.value.value, "ratio",
+                         list(storage.cache.min_hit_ratio.derived_from.spec), "acceptance.cache_hit_ratio",
+                         storage.cache.min_hit_ratio.derived_from.formula, severity="warning", scope="host"))
+    checks.append(_check(ctx, "monitoring.targets_up", "prometheus", "share of scrape targets up", ">=", 1.0,
+                         "ratio", ["target.provider"], "acceptance.all_targets_up", "every target up",
+                         performance=False))
+    return AcceptancePlan(checks=tuple(checks))

@@ -1,0 +1,36 @@
+"""The lab's VMs, rails and image, from the spec's ``target: {provider: lab}`` block."""
+
+from __future__ import annotations
+
+from blueprints.blueprint import FabricPlan
+from blueprints.lab_plan import LabDisk, LabHost, LabImage, LabPlan, LabRail
+from blueprints.spec import LabTarget
+
+LAB_SUITE = "bookworm"
+LAB_PACKAGES = (
+    "systemd-sysv", "udev", "kmod", "iproute2", "iputils-ping", "rdma-core", "ibverbs-utils", "ibverbs-providers",
+    "perftest", "nvme-cli", "fio", "lvm2", "thin-provisioning-tools", "openssh-server", "python3", "procps",
+    "prometheus", "prometheus-node-exporter", "prometheus-alertmanager",
+)
+LAB_MODULES = (
+    "rdma_rxe", "ib_core", "ib_uverbs", "rdma_cm", "ib_cm", "iw_cm", "rdma_ucm",
+    "nvme", "nvme_core", "nvme_fabrics", "nvme_rdma", "nvme_tcp", "nvmet", "nvmet_rdma", "nvmet_tcp",
+    "null_blk", "dm_mod", "dm_cache", "dm_cache_smq", "dm_persistent_data", "dm_bio_prison", "dm_bufio",
+    "virtio_net", "virtio_blk", "virtio_pci", "veth",
+)
+FAST_DISK = 1 << 30
+SLOW_DISK = 4 << 30
+
+
+def plan_lab(target: LabTarget, fabric: FabricPlan) -> LabPlan:
+    memory_mib = int(target.memory.value // (1 << 20))
+    hosts = [LabHost(name=f"storage-{i + 1}", role="storage_target", memory_mib=memory_mib, cpus=2,
+                     disks=(LabDisk(name="slow", size_bytes=SLOW_DISK),))
+             for i in range(target.storage_targets)]
+    hosts += [LabHost(name=f"client-{i + 1}", role="gpu_client", memory_mib=memory_mib, cpus=2,
+                      disks=(LabDisk(name="fast", size_bytes=FAST_DISK), LabDisk(name="slow", size_bytes=SLOW_DISK)))
+              for i in range(target.clients)]
+    rails = [LabRail(index=i, name=f"rail{i}", subnet=f"10.77.{i}.0/24", mtu=fabric.mtu.value)
+             for i in range(target.rails)]
+    return LabPlan(hosts=tuple(hosts), rails=tuple(rails),
+                   image=LabImage(suite=LAB_SUITE, packages=LAB_PACKAGES, kernel_modules=LAB_MODULES))

@@ -1,0 +1,59 @@
+"""QoS: the one plan NIC, NCCL, NVMe-oF and the switches all apply.
+
+Lossless RoCE convention (field-numbers 3.3): RoCE on priority 3 with DSCP 26 and DSCP trust, PFC on
+priority 3 only, CNPs on DSCP 48 / priority 6 (ConnectX firmware defaults, 3.2). The IP ToS byte every
+layer uses is DSCP << 2 with ECT(0) set: 26 << 2 | 2 = 106, the common NCCL_IB_TC value.
+"""
+
+from __future__ import annotations
+
+from blueprints.blueprint import DcqcnPlan, FabricPlan, QosPlan, traced
+from blueprints.planner.context import PlanContext
+
+ROCE_PRIORITY = 3
+ROCE_DSCP = 26
+CNP_DSCP = 48
+CNP_PRIORITY = 6
+ECT0 = 0b10
+
+
+def traffic_class(dscp: int) -> int:
+    """ToS byte for a DSCP with ECN-capable transport ECT(0)."""
+    return dscp << 2 | ECT0
+
+
+def plan_qos(ctx: PlanContext, fabric: FabricPlan) -> QosPlan:
+    applies = fabric.kind.value == "roce" and not (ctx.is_cloud)
+    spec = ["target.fabric"] if ctx.provider == "baremetal" else ["target.provider"]
+    tc = traffic_class(ROCE_DSCP)
+    dcqcn = DcqcnPlan(
+        enabled=applies,
+        priorities=(ROCE_PRIORITY,),
+        rpg_time_reset=300,
+        rpg_byte_reset=32767,
+        rpg_threshold=1,
+        rpg_ai_rate=5,
+        rpg_hai_rate=50,
+        rpg_gd=11,
+        rpg_min_dec_fac=50,
+        rpg_min_rate=1,
+        rate_to_set_on_first_cnp=0,
+        initial_alpha_value=1023,
+        min_time_between_cnps=4,
+        source="ConnectX firmware defaults (mlxconfig query dumps; field-numbers 3.2)",
+    )
+    return QosPlan(
+        applies=applies,
+        roce_priority=traced(ROCE_PRIORITY, spec, "qos.lossless_priority", "RoCE on priority 3 (field-numbers 3.3)"),
+        dscp=traced(ROCE_DSCP, spec, "qos.roce_dscp", "DSCP 26 -> priority 3 (field-numbers 3.3)"),
+        cnp_dscp=traced(CNP_DSCP, spec, "qos.cnp_dscp", "CNP_DSCP 48 (firmware default, field-numbers 3.2)"),
+        cnp_priority=CNP_PRIORITY,
+        pfc_priorities=(ROCE_PRIORITY,) if applies else (),
+        trust="dscp",
+        ecn=applies,
+        traffic_class=traced(tc, spec, "qos.tos_from_dscp", f"{ROCE_DSCP} << 2 | ECT(0) = {tc}"),
+        nccl_ib_tc=tc,
+        nvmeof_tos=tc,
+        switch_dscp_to_priority={ROCE_DSCP: ROCE_PRIORITY, CNP_DSCP: CNP_PRIORITY},
+        dcqcn=dcqcn,
+    )

@@ -1,0 +1,289 @@
+"""Storage: tiers sized from data scale and hot fraction, protection, node counts, NVMe-oF, client cache.
+
+- hot tier (NVMe TLC) holds the hot fraction of the training set plus two checkpoints and carries the
+  read and write throughput targets; its node count is the largest of what throughput, write
+  throughput and raw capacity need;
+- warm tier (NVMe QLC) holds the rest of the training set and the validation set;
+- cold tier (HDD) keeps one archive copy of both;
+- local cache: each GPU node's local NVMe in front of the network tiers (dm-cache).
+Protection per tier: the widest erasure code whose k+m fits the tier's nodes, else 3 replicas;
+both options' raw capacity is recorded (field-numbers 7).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from blueprints.blueprint import (
+    CachePlan,
+    ComputePlan,
+    FabricPlan,
+    NvmeofPlan,
+    NvmeofSubsystem,
+    ProtectionOption,
+    QosPlan,
+    StoragePlan,
+    TierPlan,
+    traced,
+)
+from blueprints.catalog import StorageServer
+from blueprints.planner.context import PlanContext, ceil_div
+from blueprints.spec import LabTarget
+from blueprints.units import Duration, Rate, Ratio, Size
+
+EC_PROFILES = ((8, 2), (6, 3), (4, 2))  # widest first; raw multipliers 1.25, 1.5, 1.5
+REPLICAS = 3
+RDMA_SMALL_MESSAGE = Duration.parse("2us")  # ib_read_lat ~1-2 us (field-numbers 8)
+TierName = Literal["local_cache", "hot", "warm", "cold"]
+
+
+def protection_options(usable: float) -> list[ProtectionOption]:
+    opts = [ProtectionOption(scheme="erasure", data=k, parity=m, multiplier=(k + m) / k,
+                             raw=Size.of(usable * (k + m) / k), min_nodes=k + m) for k, m in EC_PROFILES]
+    opts.append(ProtectionOption(scheme="replica", data=1, parity=REPLICAS - 1, multiplier=float(REPLICAS),
+                                 raw=Size.of(usable * REPLICAS), min_nodes=REPLICAS))
+    opts.append(ProtectionOption(scheme="none", data=1, parity=0, multiplier=1.0, raw=Size.of(usable),
+                                 min_nodes=1))
+    return opts
+
+
+def _label(opt: ProtectionOption) -> str:
+    if opt.scheme == "erasure":
+        return f"ec-{opt.data}+{opt.parity}"
+    return f"replica-{opt.parity + 1}" if opt.scheme == "replica" else "none"
+
+
+def _server_rates(ctx: PlanContext, server: StorageServer) -> tuple[Rate, Rate, Size, Duration]:
+    drive = ctx.catalog.drives[server.drive]
+    nic = ctx.catalog.nics[server.nic]
+    net = server.nics * nic.speed.value * nic.rdma_pass_fraction
+    read = min(net, server.drives * drive.seq_read.value)
+    write = min(net, server.drives * drive.seq_write.value)
+    return Rate.of(read), Rate.of(write), Size.of(server.drives * drive.capacity.value), drive.read_latency
+
+
+def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float, usable_spec: list[str],
+               usable_formula: str, read_target: float = 0.0, write_target: float = 0.0,
+               fixed_nodes: int | None = None) -> TierPlan:
+    """Size one tier: for each protection option, the nodes that read, write (amplified by the
+    code's multiplier), raw capacity and failure domains need; keep the option needing fewest nodes,
+    then the least raw capacity."""
+    server = ctx.catalog.storage_servers[server_name]
+    per_read, per_write, per_cap, latency = _server_rates(ctx, server)
+    spec = list(usable_spec)
+    n_read = ceil_div(read_target, per_read.value) if read_target else 0
+    if read_target:
+        spec.append("performance.storage.read_throughput")
+    if write_target:
+        spec.append("performance.storage.write_throughput")
+
+    def need(o: ProtectionOption) -> tuple[int, list[str]]:
+        n_write = ceil_div(write_target * o.multiplier, per_write.value) if write_target else 0
+        n_cap = ceil_div(o.raw.value, per_cap.value)
+        why = [f"capacity: raw {o.raw} / {per_cap} per node = {n_cap}", f"{_label(o)} needs {o.min_nodes}"]
+        if n_read:
+            why.insert(0, f"read: {Rate.of(read_target)} / {per_read} per node = {n_read}")
+        if n_write:
+            why.insert(1, f"write: {Rate.of(write_target)} x {o.multiplier:.4g} / {per_write} per node = {n_write}")
+        return max(n_read, n_write, n_cap, o.min_nodes), why
+
+    options = protection_options(usable)
+    if fixed_nodes is not None:
+        spec.append("target.storage_targets")
+        fits = [o for o in options if o.min_nodes <= fixed_nodes and (o.scheme != "none" or fixed_nodes < REPLICAS)]
+        chosen = min(fits, key=lambda o: o.multiplier)
+        nodes, why = fixed_nodes, [f"{fixed_nodes} storage VM(s) from target.storage_targets"]
+    else:
+        ranked = sorted(((*need(o), o) for o in options if o.scheme != "none"),
+                        key=lambda t: (t[0], t[2].multiplier))
+        nodes, why, chosen = ranked[0]
+    return TierPlan(
+        name=name,
+        media=server.drive,
+        server=server.name,
+        usable=traced(Size.of(usable), usable_spec, f"storage.{name}_capacity", usable_formula),
+        protection=traced(_label(chosen), spec, "storage.fewest_nodes_then_least_raw",
+                          "of ec-8+2, ec-6+3, ec-4+2 and replica-3: fewest nodes, then least raw capacity"
+                          if fixed_nodes is None else f"{nodes} node(s): {_label(chosen)}"),
+        alternatives=tuple(o for o in options if o.scheme != "none"),
+        raw=traced(chosen.raw, usable_spec, "storage.raw_from_protection",
+                   f"{Size.of(usable)} x {chosen.multiplier:.4g} = {chosen.raw}"),
+        nodes=traced(nodes, spec, f"storage.{name}_nodes", "max(" + "; ".join(why) + ")"),
+        per_node_read=per_read,
+        aggregate_read=traced(Rate.of(nodes * per_read.value), spec, f"storage.{name}_aggregate_read",
+                              f"{nodes} nodes x {per_read} = {Rate.of(nodes * per_read.value)}"),
+        read_latency=latency,
+    )
+
+
+def _check_latency(ctx: PlanContext, hot: TierPlan) -> None:
+    target = ctx.req.performance.storage.latency_p99
+    if hot.read_latency is None:
+        return
+    floor = hot.read_latency.value + RDMA_SMALL_MESSAGE.value
+    if floor >= target.value:
+        raise ctx.infeasible(
+            "performance.storage.latency_p99",
+            f"latency_p99 {target} cannot be met: the hot tier's media ({hot.media}) reads 4k in "
+            f"{hot.read_latency} plus ~{RDMA_SMALL_MESSAGE} on the wire = {Duration.of(floor)}",
+        )
+
+
+def _check_client_ingest(ctx: PlanContext, compute: ComputePlan) -> None:
+    target = ctx.req.performance.storage.read_throughput
+    can = compute.nodes.value * compute.storage_read_per_node.value
+    if can < target.value:
+        raise ctx.infeasible(
+            "performance.storage.read_throughput",
+            f"read_throughput {target} cannot be met: {compute.nodes.value} GPU nodes x "
+            f"{compute.storage_read_per_node} per node = {Rate.of(can)}",
+        )
+
+
+def _nvmeof(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan,
+            hot: TierPlan) -> NvmeofPlan | None:
+    if ctx.is_cloud:
+        return None
+    name = ctx.req.metadata.name
+    paths = compute.storage_nics
+    path_spec = ["target.rails"] if ctx.is_lab else ["compute.accelerator"]
+    training = ctx.req.business.type == "training"
+    policy: Literal["round-robin", "queue-depth"] = "round-robin" if training else "queue-depth"
+    kernel = "kernel default (drivers/nvme/host/fabrics.h; field-numbers 4)"
+    return NvmeofPlan(
+        transport="rdma",
+        port=4420,
+        paths_per_subsystem=traced(paths, path_spec, "nvmeof.one_path_per_storage_nic",
+                                   f"{paths} storage NICs per node -> {paths} paths"),
+        iopolicy=traced(policy, ["business.type"], "nvmeof.iopolicy_by_workload",
+                        "training streams large reads: round-robin" if training
+                        else "small I/O under load: queue-depth (nvme-multipath.rst)"),
+        ctrl_loss_tmo=traced(-1, ["performance.storage.jitter"], "nvmeof.never_drop_a_path",
+                             "-1: keep reconnecting, a returning rail rejoins (vendor udev convention)"),
+        reconnect_delay=traced(10, ["performance.storage.jitter"], "nvmeof.reconnect_delay", kernel),
+        fast_io_fail_tmo=traced(-1, ["performance.storage.jitter"], "nvmeof.fast_io_fail", kernel),
+        keep_alive_tmo=traced(5, ["performance.storage.jitter"], "nvmeof.keep_alive", kernel),
+        tos=qos.nvmeof_tos,
+        subsystems=tuple(
+            NvmeofSubsystem(nqn=f"nqn.2026-11.io.clustersmith:{name}:{hot.name}-{i + 1}", tier=hot.name, node=i + 1)
+            for i in range(hot.nodes.value)
+        ),
+    )
+
+
+def _cache(ctx: PlanContext, compute: ComputePlan) -> CachePlan:
+    req = ctx.req
+    hot_total = req.data.training_set.value * req.data.hot_fraction.value
+    per_node_hot = hot_total / max(compute.nodes.value, 1)
+    local = compute.local_nvme.value
+    size = min(local, per_node_hot) if per_node_hot else local
+    streaming = req.business.domain in ("cv", "llm")
+    return CachePlan(
+        mode=traced("writethrough", ["business.type"], "cache.writethrough_for_read_mostly",
+                    "reads dominate; a lost cache device loses no data"),
+        policy="smq",
+        size=traced(Size.of(size), ["data.training_set", "data.hot_fraction", "compute.gpus"],
+                    "cache.hot_shard_per_node",
+                    f"min(local NVMe {compute.local_nvme}, {Size.of(hot_total)} hot / "
+                    f"{compute.nodes.value} nodes = {Size.of(per_node_hot)})"),
+        hot_set=traced(Size.of(hot_total), ["data.training_set", "data.hot_fraction"], "cache.hot_set",
+                       f"{req.data.training_set} x {req.data.hot_fraction} = {Size.of(hot_total)}"),
+        read_ahead_kb=traced(4096 if streaming else 128, ["business.domain"], "cache.read_ahead_by_domain",
+                             "large sequential samples: 4 MiB" if streaming else "random lookups: kernel default"),
+        dirty_background_ratio=5,
+        dirty_ratio=10,
+        min_hit_ratio=traced(Ratio.parse("95%"), ["data.hot_fraction"], "cache.min_hit_ratio",
+                             "hot set cached: hits below 95 % mean it does not fit or is not warmed"),
+    )
+
+
+def plan_storage(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan) -> StoragePlan:
+    req = ctx.req
+    train, val = req.data.training_set.value, req.data.validation_set.value
+    hot_fraction = req.data.hot_fraction.value
+    ckpt = req.data.checkpoint_size.value if req.data.checkpoint_size else 0.0
+    read_t = req.performance.storage.read_throughput.value
+    write_b = req.performance.storage.write_throughput
+    write_t = write_b.value if write_b else 0.0
+    _check_client_ingest(ctx, compute)
+    data_spec = ["data.training_set", "data.hot_fraction"] + (["data.checkpoint_size"] if ckpt else [])
+    hot_usable = train * hot_fraction + 2 * ckpt
+    hot_formula = f"{req.data.training_set} x {req.data.hot_fraction}" + (
+        f" + 2 x {req.data.checkpoint_size} checkpoints" if ckpt else "") + f" = {Size.of(hot_usable)}"
+
+    if ctx.is_cloud:
+        return _managed(ctx, compute, train + val + 2 * ckpt, read_t, write_t)
+
+    tiers: list[TierPlan] = []
+    local = compute.nodes.value * compute.local_nvme.value
+    local_cache = TierPlan(
+        name="local_cache", media="local-nvme", server=compute.node_type.value,
+        usable=traced(Size.of(local), ["compute.gpus"], "storage.local_cache_capacity",
+                      f"{compute.nodes.value} nodes x {compute.local_nvme}"),
+        protection=traced("none", ["compute.gpus"], "storage.cache_needs_no_protection", "a cache"),
+        alternatives=(), raw=traced(Size.of(local), ["compute.gpus"], "storage.local_cache_capacity"),
+        nodes=compute.nodes, per_node_read=compute.storage_read_per_node,
+        aggregate_read=traced(Rate.of(local and compute.nodes.value * compute.storage_read_per_node.value),
+                              ["compute.gpus"], "storage.local_cache_aggregate_read",
+                              f"{compute.nodes.value} nodes x {compute.storage_read_per_node}"),
+    )
+    tiers.append(local_cache)
+    if isinstance(req.target, LabTarget):
+        hot = _size_tier(ctx, "hot", "lab-target", hot_usable, data_spec, hot_formula,
+                         fixed_nodes=req.target.storage_targets)
+    else:
+        hot = _size_tier(ctx, "hot", "nvme-tlc-server", hot_usable, data_spec, hot_formula, read_t, write_t)
+    _check_latency(ctx, hot)
+    tiers.append(hot)
+    if not ctx.is_lab:
+        warm_usable = train * (1 - hot_fraction) + val
+        tiers.append(_size_tier(
+            ctx, "warm", "nvme-qlc-server", warm_usable,
+            ["data.training_set", "data.hot_fraction", "data.validation_set"],
+            f"{req.data.training_set} x (1 - {req.data.hot_fraction}) + {req.data.validation_set} "
+            f"= {Size.of(warm_usable)}"))
+        cold_usable = train + val
+        tiers.append(_size_tier(
+            ctx, "cold", "hdd-server", cold_usable, ["data.training_set", "data.validation_set"],
+            f"archive copy: {req.data.training_set} + {req.data.validation_set} = {Size.of(cold_usable)}"))
+    write_cap = Rate.of(hot.nodes.value * _server_rates(ctx, ctx.catalog.storage_servers[hot.server])[1].value)
+    return StoragePlan(
+        managed_service=None,
+        tiers=tuple(tiers),
+        read_throughput=hot.aggregate_read,
+        write_throughput=traced(write_cap, list(hot.nodes.derived_from.spec), "storage.hot_aggregate_write",
+                                f"{hot.nodes.value} nodes x per-node write = {write_cap}"),
+        nvmeof=_nvmeof(ctx, compute, fabric, qos, hot),
+        cache=_cache(ctx, compute),
+    )
+
+
+def _managed(ctx: PlanContext, compute: ComputePlan, usable: float, read_t: float, write_t: float) -> StoragePlan:
+    services = [f for f in ctx.catalog.file_systems.values() if f.provider == ctx.provider]
+    if not services:
+        raise ctx.infeasible("target.provider", f"no managed file system for {ctx.provider} in the catalog")
+    fs = max(services, key=lambda f: f.throughput_per_tib.value)
+    tib = 2.0**40
+    need_tp = max(read_t, write_t)
+    cap_for_tp = need_tp / fs.throughput_per_tib.value * tib
+    capacity = max(usable, cap_for_tp, fs.min_capacity.value)
+    steps = ceil_div(capacity, fs.capacity_step.value)
+    capacity = steps * fs.capacity_step.value
+    agg = Rate.of(capacity / tib * fs.throughput_per_tib.value)
+    spec = ["data.training_set", "data.validation_set", "performance.storage.read_throughput"]
+    formula = (f"max(data {Size.of(usable)}, {Rate.of(need_tp)} / {fs.throughput_per_tib} per TiB "
+               f"= {Size.of(cap_for_tp)}), rounded up to {fs.capacity_step} steps = {Size.of(capacity)}")
+    hot = TierPlan(
+        name="hot", media=fs.service, server=fs.name,
+        usable=traced(Size.of(capacity), spec, "storage.managed_capacity", formula),
+        protection=traced("provider-managed", ["target.provider"], "storage.managed_protection"),
+        alternatives=(), raw=traced(Size.of(capacity), spec, "storage.managed_capacity", formula),
+        nodes=traced(0, ["target.provider"], "storage.managed_has_no_servers"),
+        per_node_read=agg,
+        aggregate_read=traced(agg, spec, "storage.managed_throughput",
+                              f"{Size.of(capacity)} x {fs.throughput_per_tib} per TiB = {agg}"),
+    )
+    return StoragePlan(
+        managed_service=fs.name, tiers=(hot,), read_throughput=hot.aggregate_read,
+        write_throughput=hot.aggregate_read, nvmeof=None, cache=_cache(ctx, compute),
+    )

@@ -1,0 +1,169 @@
+"""The requirement spec a user writes: business x data scale x performance, and where to build.
+
+Strict (unknown keys are errors), frozen, and described field by field; ``clustersmith schema``
+exports the JSON Schema of ``Requirements`` for editors. Cross-field rules live beside the model they
+guard, as ``model_validator``s with user-facing messages. Loading and error reporting are in
+``blueprints.loader``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from blueprints.units import Bound, Duration, Rate, Ratio, Size, lower, upper
+
+API_VERSION = "clustersmith/v1alpha1"
+Accelerator = Literal["H100-SXM", "H200", "B200", "A100", "L40S"]
+
+
+class RuleError(ValueError):
+    """A cross-field rule failed; ``field`` is the offending key, relative to the model that checks it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Metadata(_Strict):
+    name: str = Field(
+        pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
+        description="Design name: lower-case letters, digits and dashes; names the output folder",
+    )
+    description: str = Field(default="", description="Free text for humans")
+
+
+class Business(_Strict):
+    type: Literal["training", "inference", "mixed"] = Field(description="What the cluster runs")
+    domain: Literal["cv", "llm", "recsys"] = Field(description="Model family; shapes I/O and NCCL choices")
+    description: str = Field(default="", description="Free text for humans")
+    model_updates_per_day: int | None = Field(
+        default=None, ge=0, description="How often new model versions are pushed to serving (inference, mixed)"
+    )
+
+
+class Compute(_Strict):
+    accelerator: Accelerator = Field(description="GPU model")
+    gpus: int = Field(gt=0, le=1_000_000, description="Total GPUs in the cluster")
+    instance_type: str | None = Field(
+        default=None, description="Cloud instance type or server model; chosen from the catalog when omitted"
+    )
+
+
+class Data(_Strict):
+    training_set: Size = Field(description="Training data set size, e.g. 500TB")
+    validation_set: Size = Field(default=Size.of(0), description="Validation data set size, e.g. 50TB")
+    hot_fraction: Ratio = Field(description="Share of the training set read every epoch at full speed, e.g. 20%")
+    checkpoint_size: Size | None = Field(default=None, description="Size of one full checkpoint, e.g. 2TB")
+
+    @model_validator(mode="after")
+    def _validation_not_larger(self) -> Data:
+        if self.validation_set.value > self.training_set.value:
+            raise RuleError(
+                "validation_set",
+                f"validation_set {self.validation_set} is larger than training_set {self.training_set}; "
+                "expected validation_set <= training_set"
+            )
+        return self
+
+
+class StorageTargets(_Strict):
+    read_throughput: Annotated[Bound, lower(Rate)] = Field(description="Aggregate read throughput, e.g. >=500GB/s")
+    write_throughput: Annotated[Bound, lower(Rate)] | None = Field(
+        default=None, description="Aggregate write throughput (checkpoints), e.g. >=100GB/s"
+    )
+    latency_p99: Annotated[Bound, upper(Duration)] = Field(description="p99 small-read latency, e.g. <100us")
+    jitter: Annotated[Bound, upper(Ratio)] = Field(
+        description="Throughput jitter as coefficient of variation of per-interval bandwidth, e.g. <5%"
+    )
+
+
+class NetworkTargets(_Strict):
+    comm_share: Ratio = Field(
+        default=Ratio.parse("30%"), description="Share of a training step spent in collectives, e.g. 40%"
+    )
+
+
+class ServingTargets(_Strict):
+    p99_latency: Annotated[Bound, upper(Duration)] = Field(description="Serving p99 latency, e.g. <50ms")
+    qps_per_gpu: int = Field(gt=0, description="Sustained queries per second per GPU")
+
+
+class Performance(_Strict):
+    storage: StorageTargets = Field(description="Storage data-path targets")
+    network: NetworkTargets = Field(default_factory=NetworkTargets, description="Fabric targets")
+    serving: ServingTargets | None = Field(default=None, description="Only for business.type inference or mixed")
+
+
+class AwsTarget(_Strict):
+    provider: Literal["aws"] = Field(description="Amazon Web Services")
+    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1")
+    availability_zone: str | None = Field(default=None, description="Zone for the placement group, e.g. us-east-1a")
+
+
+class GcpTarget(_Strict):
+    provider: Literal["gcp"] = Field(description="Google Cloud")
+    region: str = Field(pattern=r"^[a-z]+-[a-z]+\d$", description="GCP region, e.g. us-central1")
+    zone: str | None = Field(default=None, description="GCP zone, e.g. us-central1-a")
+    project: str | None = Field(default=None, description="GCP project id; Pulumi config may set it instead")
+
+
+class AzureTarget(_Strict):
+    provider: Literal["azure"] = Field(description="Microsoft Azure")
+    region: str = Field(pattern=r"^[a-z0-9]+$", description="Azure region, e.g. eastus")
+
+
+class BaremetalTarget(_Strict):
+    provider: Literal["baremetal"] = Field(description="Your own racks")
+    fabric: Literal["roce", "infiniband"] = Field(default="roce", description="Compute and storage fabric")
+    machines: Literal["static", "maas", "equinix"] = Field(
+        default="static", description="static: racks that exist (inventory only); maas or equinix provision"
+    )
+
+
+class LabTarget(_Strict):
+    provider: Literal["lab"] = Field(description="The local QEMU lab: real kernels, emulated throughput")
+    clients: int = Field(default=2, ge=1, le=4, description="GPU-client VMs (no GPU inside)")
+    storage_targets: int = Field(default=1, ge=1, le=2, description="Storage-target VMs")
+    rails: int = Field(default=2, ge=1, le=4, description="Rails: private L2 segments, one NIC per VM each")
+    memory: Size = Field(default=Size.parse("2GiB"), description="Memory per VM")
+
+
+Target = Annotated[
+    AwsTarget | GcpTarget | AzureTarget | BaremetalTarget | LabTarget, Field(discriminator="provider")
+]
+
+
+class Requirements(_Strict):
+    """A requirement spec: what the cluster is for, how much data, which targets, where to build."""
+
+    apiVersion: Literal["clustersmith/v1alpha1"] = Field(description="Schema version")
+    kind: Literal["Requirements"] = Field(description="Document kind")
+    metadata: Metadata = Field(description="Name and description")
+    business: Business = Field(description="What the cluster is for")
+    compute: Compute = Field(description="Accelerators")
+    data: Data = Field(description="Data scale")
+    performance: Performance = Field(description="Targets the design must meet and acceptance checks")
+    target: Target = Field(description="Where to build: aws, gcp, azure, baremetal or lab")
+
+    @model_validator(mode="after")
+    def _serving_matches_business(self) -> Requirements:
+        serving = self.performance.serving is not None
+        if serving and self.business.type == "training":
+            raise RuleError(
+                "performance.serving",
+                "performance.serving is set but business.type is 'training'; "
+                "expected serving targets only for type 'inference' or 'mixed'"
+            )
+        if not serving and self.business.type in ("inference", "mixed"):
+            raise RuleError(
+                "business.type",
+                f"business.type is {self.business.type!r} but performance.serving is missing; "
+                "expected serving targets (p99_latency, qps_per_gpu)"
+            )
+        return self

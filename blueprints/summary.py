@@ -1,0 +1,95 @@
+"""``clustersmith plan``: a readable summary of a Blueprint, with the arithmetic visible."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+
+from blueprints.blueprint import Blueprint, Traced
+
+
+def _t(value: Traced[Any]) -> str:
+    return str(value.value)
+
+
+def _why(value: Traced[Any]) -> str:
+    return value.derived_from.formula or value.derived_from.rule
+
+
+def summary(bp: Blueprint) -> Group:
+    c, f, q, s = bp.compute, bp.fabric, bp.qos, bp.storage
+    compute = Table(title=f"{bp.name}: compute", title_justify="left", show_header=True)
+    compute.add_column("what")
+    compute.add_column("value", justify="right")
+    compute.add_column("because")
+    compute.add_row("node type", _t(c.node_type), _why(c.node_type))
+    compute.add_row("GPU nodes", _t(c.nodes), _why(c.nodes))
+    compute.add_row("rails per node", _t(c.rails), f"{c.rail_speed.gbit:g} Gb/s each")
+    compute.add_row("storage NICs per node", str(c.storage_nics), f"{c.storage_nic_speed.gbit:g} Gb/s each")
+
+    fabric = Table(title="fabric", title_justify="left")
+    for col in ("what", "value", "because"):
+        fabric.add_column(col)
+    fabric.add_row("kind", _t(f.kind), _why(f.kind))
+    fabric.add_row("endpoints", _t(f.endpoints), _why(f.endpoints))
+    if f.provider_managed:
+        fabric.add_row("switches", "provider-managed", _why(f.tiers))
+    else:
+        fabric.add_row("switch", f"{f.switch} (radix {f.radix})", "")
+        fabric.add_row("fat-tree tiers", _t(f.tiers), _why(f.tiers))
+        fabric.add_row("leaf / spine / core", f"{_t(f.leaf_switches)} / {_t(f.spine_switches)} / "
+                       f"{_t(f.core_switches)}", f"{_why(f.leaf_switches)}; {_why(f.core_switches)}")
+    fabric.add_row("rail-optimised", _t(f.rail_optimized), _why(f.rail_optimized))
+    fabric.add_row("MTU", _t(f.mtu), f.mtu.derived_from.rule)
+
+    qos = Table(title="QoS (one plan for NIC, NCCL, NVMe-oF, switch)", title_justify="left")
+    for col in ("what", "value"):
+        qos.add_column(col)
+    qos.add_row("applies", "yes" if q.applies else "no (provider-managed QoS)")
+    qos.add_row("RoCE priority / DSCP", f"{q.roce_priority.value} / {q.dscp.value}")
+    qos.add_row("PFC priorities", ",".join(map(str, q.pfc_priorities)) or "none")
+    qos.add_row("CNP DSCP / priority", f"{q.cnp_dscp.value} / {q.cnp_priority}")
+    qos.add_row("ToS = NCCL_IB_TC = NVMe-oF tos", f"{q.traffic_class.value} ({q.traffic_class.derived_from.formula})")
+
+    storage = Table(title="storage tiers", title_justify="left")
+    for col in ("tier", "media", "usable", "protection", "raw", "nodes", "aggregate read"):
+        storage.add_column(col)
+    for tier in s.tiers:
+        storage.add_row(tier.name, tier.media, _t(tier.usable), tier.protection.value, _t(tier.raw),
+                        _t(tier.nodes), f"{tier.aggregate_read.value}  [{_why(tier.aggregate_read)}]")
+    protection = Table(title="protection options (raw capacity each needs)", title_justify="left")
+    for col in ("tier", "option", "raw / usable", "raw", "min nodes"):
+        protection.add_column(col)
+    for tier in s.tiers:
+        for o in tier.alternatives:
+            label = f"ec-{o.data}+{o.parity}" if o.scheme == "erasure" else f"replica-{o.parity + 1}"
+            mark = " (chosen)" if label == tier.protection.value else ""
+            protection.add_row(tier.name, label + mark, f"{o.multiplier:.4g}", str(o.raw), str(o.min_nodes))
+    designed = Table(title="targets versus design", title_justify="left")
+    for col in ("target", "spec", "design", "how"):
+        designed.add_column(col)
+    perf = bp.requirements.performance.storage
+    designed.add_row("read throughput", str(perf.read_throughput), _t(s.read_throughput), _why(s.read_throughput))
+    if perf.write_throughput is not None:
+        designed.add_row("write throughput", str(perf.write_throughput), _t(s.write_throughput),
+                         _why(s.write_throughput))
+    if s.nvmeof is not None:
+        designed.add_row("NVMe-oF paths", "", f"{s.nvmeof.paths_per_subsystem.value} per subsystem, "
+                         f"{len(s.nvmeof.subsystems)} subsystems", f"iopolicy {s.nvmeof.iopolicy.value}")
+
+    checks = Table(title="acceptance checks", title_justify="left")
+    for col in ("id", "tool", "threshold", "severity", "from spec"):
+        checks.add_column(col)
+    for ch in bp.acceptance.checks:
+        checks.add_row(ch.id, ch.tool, f"{ch.op} {ch.threshold:g} {ch.unit}", ch.severity,
+                       ", ".join(ch.derived_from.spec))
+    parts: list[Table] = [compute, fabric, qos, storage, protection, designed, checks]
+    return Group(*parts)
+
+
+def print_summary(bp: Blueprint, console: Console) -> None:
+    console.print(summary(bp))
+    for note in bp.notes:
+        console.print(f"[yellow]note:[/] {note}")
