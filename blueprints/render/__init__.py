@@ -1,12 +1,15 @@
 """Renderers: write a build folder from a Blueprint. They write files and never decide.
 
-Each renderer is a function ``(blueprint, folder) -> list of written paths`` registered in
-``RENDERERS``; ``build`` runs them all into a temporary folder and moves it into place only when every
-one succeeded, so a failed build leaves nothing behind.
+Each renderer is a module in this package with a function ``render(blueprint, folder) -> list of
+written paths`` (``blueprint.yaml`` first, the rest by module name). ``build`` runs them all into a
+temporary folder and moves it into place only when every one succeeded, so a failed build leaves
+nothing behind. Templates live in ``blueprints/templates/<renderer>/``.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -26,7 +29,14 @@ def render_blueprint(bp: Blueprint, folder: Path) -> list[Path]:
     return [path]
 
 
-RENDERERS: list[Renderer] = [render_blueprint]
+def renderers() -> list[Renderer]:
+    found: list[Renderer] = [render_blueprint]
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        fn = getattr(module, "render", None)
+        if callable(fn):
+            found.append(fn)
+    return found
 
 
 def build(bp: Blueprint, out_root: Path) -> tuple[Path, list[Path]]:
@@ -36,7 +46,7 @@ def build(bp: Blueprint, out_root: Path) -> tuple[Path, list[Path]]:
     staging = Path(tempfile.mkdtemp(prefix=f".{bp.name}.", dir=out_root))
     try:
         written: list[Path] = []
-        for renderer in RENDERERS:
+        for renderer in renderers():
             written += renderer(bp, staging)
         _preserve_lab_state(final, staging)
         if final.exists():
