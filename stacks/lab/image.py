@@ -1,0 +1,172 @@
+"""The shared guest image: kernel + initramfs, cached under the user's cache dir by its inputs.
+
+The cache key hashes everything the image is built from (suite, packages, modules, the exact
+kernel package version, the guest files and ``BUILD_VERSION``), so a change to any of them
+builds a new image and nothing else does. A build happens in a temp dir that is renamed into
+place only once complete, under a lock, so an interrupted build never looks finished.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from blueprints.lab_plan import LabImage
+from stacks.lab import initramfs, kernel, rootfs
+from stacks.lab.errors import LabError
+from stacks.lab.mirror import find_mirror
+from stacks.lab.progress import Progress, ProgressEvent, log_progress
+
+BUILD_VERSION = 1  # bump when the build steps change in a way the inputs do not show
+MANIFEST = "manifest.json"
+
+
+class ImageInputs(BaseModel):
+    """Everything an image is built from; its hash names the cache entry."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    build_version: int
+    suite: str
+    packages: tuple[str, ...]
+    kernel_modules: tuple[str, ...]
+    kernel_package: str
+    kernel_version: str
+    guest_files_sha256: str
+
+    def key(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+class BuiltImage(BaseModel):
+    """A complete cache entry: what the VMs boot."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    inputs: ImageInputs
+    directory: Path
+    kernel_release: str
+    modules: tuple[str, ...]
+    build_seconds: float
+
+    @property
+    def vmlinuz(self) -> Path:
+        return self.directory / "vmlinuz"
+
+    @property
+    def initrd(self) -> Path:
+        return self.directory / "initrd.gz"
+
+
+def cache_root() -> Path:
+    """``$CLUSTERSMITH_LAB_CACHE``, else ``$XDG_CACHE_HOME/clustersmith/lab``, else ``~/.cache/...``."""
+    explicit = os.environ.get("CLUSTERSMITH_LAB_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "clustersmith" / "lab"
+
+
+def inputs_for(image: LabImage, package: kernel.KernelPackage) -> ImageInputs:
+    return ImageInputs(
+        build_version=BUILD_VERSION,
+        suite=image.suite,
+        packages=tuple(rootfs.packages(image.packages)),
+        kernel_modules=tuple(sorted({kernel.module_name(m) for m in (*kernel.BOOT_MODULES, *image.kernel_modules)})),
+        kernel_package=package.name,
+        kernel_version=package.version,
+        guest_files_sha256=hashlib.sha256(rootfs.guest_files_digest_input()).hexdigest(),
+    )
+
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def load(directory: Path) -> BuiltImage | None:
+    """The cache entry in ``directory`` if it is complete, else None."""
+    manifest = directory / MANIFEST
+    if not manifest.is_file():
+        return None
+    built = BuiltImage.model_validate_json(manifest.read_text()).model_copy(update={"directory": directory})
+    if not (built.vmlinuz.is_file() and built.initrd.is_file()):
+        return None
+    return built
+
+
+def ensure(image: LabImage, progress: Progress = log_progress, root: Path | None = None) -> BuiltImage:
+    """The cached image for ``image``, built first if missing."""
+    root = root or cache_root()
+    package = kernel.resolve_package()
+    inputs = inputs_for(image, package)
+    final = root / inputs.key()
+    cached = load(final)
+    if cached:
+        progress(ProgressEvent("image", f"cached {final}", done=True))
+        return cached
+    with _locked(root):
+        cached = load(final)  # another process may have built it while we waited
+        if cached:
+            progress(ProgressEvent("image", f"cached {final}", done=True))
+            return cached
+        for stale in root.glob(".build-*"):  # left by a killed build; we hold the lock
+            shutil.rmtree(stale, ignore_errors=True)
+        work = Path(tempfile.mkdtemp(prefix=f".build-{inputs.key()}-", dir=root))
+        try:
+            built = _build(inputs, package, image, work, progress)
+            if final.exists():
+                shutil.rmtree(final)
+            os.rename(work / "out", final)
+            progress(ProgressEvent("image", f"built {final} in {built.build_seconds:.0f} s", done=True))
+            return built.model_copy(update={"directory": final})
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _build(
+    inputs: ImageInputs, package: kernel.KernelPackage, image: LabImage, work: Path, progress: Progress
+) -> BuiltImage:
+    start = time.monotonic()
+    out = work / "out"
+    out.mkdir()
+    progress(ProgressEvent("image", f"fetching {package.name} {package.version}"))
+    tree = kernel.fetch(package, work / "kernel")
+    mirror = find_mirror(image.suite)
+    root = work / "root"
+    progress(ProgressEvent("image", f"debootstrap {image.suite} from {mirror}"))
+    rootfs.bootstrap(image.suite, list(inputs.packages), root, mirror, progress)
+    progress(ProgressEvent("image", f"installing kernel modules for {tree.release}"))
+    modules = kernel.install_modules(tree, list(inputs.kernel_modules), root)
+    rootfs.customize(root)
+    progress(ProgressEvent("image", "packing initramfs"))
+    initramfs.pack(root, out / "initrd.gz")
+    shutil.copy2(tree.vmlinuz, out / "vmlinuz")
+    built = BuiltImage(
+        inputs=inputs,
+        directory=out,
+        kernel_release=tree.release,
+        modules=tuple(modules),
+        build_seconds=round(time.monotonic() - start, 1),
+    )
+    (out / MANIFEST).write_text(built.model_dump_json(indent=2))
+    shutil.rmtree(root)
+    shutil.rmtree(work / "kernel")
+    if not built.initrd.stat().st_size:
+        raise LabError("the packed initramfs is empty")
+    return built

@@ -1,0 +1,61 @@
+"""The Ansible inventory of a running lab: groups by role, host vars with the real rail addresses."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stacks.lab.ssh import COMMON_ARGS
+from stacks.lab.state import HostState, LabState
+
+GROUPS = {"storage_target": "storage_targets", "gpu_client": "gpu_clients", "monitoring": "monitoring"}
+
+
+def host_vars(host: HostState, private_key: Path) -> dict[str, Any]:
+    return {
+        "ansible_host": "127.0.0.1",
+        "ansible_port": host.ssh_port,
+        "ansible_user": "root",
+        "ansible_ssh_private_key_file": str(private_key),
+        "ansible_ssh_common_args": COMMON_ARGS,
+        "ansible_python_interpreter": "/usr/bin/python3",
+        "lab_role": host.role,
+        "rails": [
+            {
+                "index": nic.rail_index,
+                "name": nic.rail_name,
+                "netdev": nic.netdev,
+                "address": nic.address,
+                "prefix": nic.prefix,
+                "cidr": nic.cidr,
+                "mtu": nic.mtu,
+                "mac": nic.mac,
+            }
+            for nic in host.rails
+        ],
+        "disks": {disk.name: disk.guest_path for disk in host.disks},
+    }
+
+
+def build(state: LabState) -> dict[str, Any]:
+    """The inventory as data: ``all.children.<group>.hosts.<name>: vars``; empty groups are kept."""
+    children: dict[str, Any] = {group: {"hosts": {}} for group in GROUPS.values()}
+    for host in state.hosts:
+        children[GROUPS[host.role]]["hosts"][host.name] = host_vars(host, state.private_key)
+    return {"all": {"vars": {"lab_name": state.name}, "children": children}}
+
+
+def write(state: LabState, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".yml.tmp")
+    header = f"# Written by `clustersmith lab up` for the running lab {state.name!r}; ports change per boot.\n"
+    tmp.write_text(header + yaml.safe_dump(build(state), sort_keys=False, default_flow_style=False))
+    os.replace(tmp, path)
+    return path
+
+
+def inventory_path(workdir: Path) -> Path:
+    return workdir / "ansible" / "inventory.yml"

@@ -1,0 +1,128 @@
+"""The guest's root file system: ``debootstrap --variant=minbase`` plus the lab's boot-time setup.
+
+Host keys are removed (each guest makes its own at boot), services the lab does not want at boot
+are disabled, and documentation, apt caches and build-time data are pruned to keep the initramfs
+small.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+
+from stacks.lab.errors import LabError
+from stacks.lab.progress import Progress, ProgressEvent
+
+# What the lab itself needs in every guest, whatever the plan adds.
+BASE_PACKAGES = (
+    "systemd-sysv",
+    "udev",
+    "kmod",
+    "iproute2",
+    "iputils-ping",
+    "openssh-server",
+    "python3",
+    "procps",
+)
+# Units that cost boot time in a throw-away guest; the roles enable what they need.
+DISABLED_UNITS = (
+    "multi-user.target.wants/prometheus.service",
+    "multi-user.target.wants/prometheus-node-exporter.service",
+    "multi-user.target.wants/e2scrub_reap.service",
+    "timers.target.wants/apt-daily-upgrade.timer",
+    "timers.target.wants/apt-daily.timer",
+    "timers.target.wants/dpkg-db-backup.timer",
+    "timers.target.wants/e2scrub_all.timer",
+    "timers.target.wants/fstrim.timer",
+)
+PRUNED = (
+    "usr/share/doc",
+    "usr/share/man",
+    "usr/share/info",
+    "usr/share/locale",
+    "var/cache/apt",
+    "var/lib/apt/lists",
+    "var/cache/debconf/templates.dat-old",
+    # 210 MB of per-zone source data; Prometheus' UI loads moment-timezone-with-data.min.js only.
+    "usr/share/javascript/moment-timezone/data",
+)
+GUEST_FILES = resources.files("stacks.lab") / "guest"
+
+
+def guest_file(name: str) -> bytes:
+    return (GUEST_FILES / name).read_bytes()
+
+
+def guest_files_digest_input() -> bytes:
+    """Every file the image build copies in, concatenated in name order (part of the cache key)."""
+    names = sorted(p.name for p in GUEST_FILES.iterdir() if p.is_file())
+    return b"".join(name.encode() + b"\0" + guest_file(name) for name in names)
+
+
+def packages(plan_packages: Iterable[str]) -> list[str]:
+    """The plan's packages plus the lab's own, sorted and without duplicates."""
+    return sorted(set(BASE_PACKAGES) | set(plan_packages))
+
+
+def debootstrap_argv(suite: str, pkgs: list[str], target: Path, mirror: str) -> list[str]:
+    return [
+        "debootstrap",
+        "--variant=minbase",
+        f"--include={','.join(pkgs)}",
+        suite,
+        str(target),
+        mirror,
+    ]
+
+
+def bootstrap(suite: str, pkgs: list[str], target: Path, mirror: str, progress: Progress) -> None:
+    """Run debootstrap, relaying its ``I:`` lines as progress; its log is kept on failure."""
+    if shutil.which("debootstrap") is None:
+        raise LabError("debootstrap is not installed (apt-get install debootstrap)")
+    argv = debootstrap_argv(suite, pkgs, target, mirror)
+    log_lines: list[str] = []
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log_lines.append(line)
+            if line.startswith("I: "):
+                progress(ProgressEvent("image", "debootstrap: " + line[3:].strip()))
+    if proc.returncode != 0:
+        tail = "".join(log_lines[-20:])
+        raise LabError(f"debootstrap failed ({proc.returncode}) from {mirror}:\n{tail}")
+
+
+def customize(root: Path) -> None:
+    """Install the lab's boot-time setup, make /init start systemd, prune what a guest never reads."""
+    sbin = root / "usr/local/sbin/clustersmith-lab-init"
+    sbin.parent.mkdir(parents=True, exist_ok=True)
+    sbin.write_bytes(guest_file("clustersmith-lab-init"))
+    sbin.chmod(0o755)
+    unit = root / "etc/systemd/system/clustersmith-lab-init.service"
+    unit.write_bytes(guest_file("clustersmith-lab-init.service"))
+    wants = root / "etc/systemd/system/multi-user.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    link = wants / "clustersmith-lab-init.service"
+    link.unlink(missing_ok=True)
+    link.symlink_to("/etc/systemd/system/clustersmith-lab-init.service")
+    (root / "etc/ssh/sshd_config.d").mkdir(parents=True, exist_ok=True)
+    (root / "etc/ssh/sshd_config.d/lab.conf").write_bytes(guest_file("sshd-lab.conf"))
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()
+    for rel in DISABLED_UNITS:
+        (root / "etc/systemd/system" / rel).unlink(missing_ok=True)
+    for rel in PRUNED:
+        path = root / rel
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+    (root / "var/lib/apt/lists/partial").mkdir(parents=True, exist_ok=True)
+    (root / "etc/hostname").write_text("lab\n")
+    (root / "etc/fstab").write_text("# the root file system is the initramfs\n")
+    machine_id = root / "etc/machine-id"
+    machine_id.write_text("")  # systemd makes one per boot
+    init = root / "init"
+    init.unlink(missing_ok=True)
+    init.symlink_to("/lib/systemd/systemd")

@@ -1,0 +1,136 @@
+"""One lab VM: its QEMU command line (pure, unit-tested) and its life cycle through QMP."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from stacks.lab import processes
+from stacks.lab.errors import LabError
+from stacks.lab.qmp import QmpClient, QmpError
+from stacks.lab.state import HostState, LabState, SwitchState
+
+# quiet boot; predictable names off (the guest renames NICs by MAC); no CPU bug mitigations,
+# which only slow an emulated guest that runs nothing untrusted.
+BASE_APPEND = ("console=ttyS0", "quiet", "loglevel=3", "net.ifnames=0", "mitigations=off", "panic=-1")
+
+
+def kernel_append(host: HostState, public_key_b64: str) -> str:
+    words = [
+        *BASE_APPEND,
+        f"systemd.hostname={host.name}",
+        f"cs.key={public_key_b64}",
+        f"cs.mgmt={host.mgmt_mac}",
+    ]
+    words += [f"cs.rail={n.netdev},{n.mac},{n.cidr},{n.mtu}" for n in host.rails]
+    append = " ".join(words)
+    if len(append) > 2000:
+        raise LabError(f"kernel command line for {host.name} is {len(append)} bytes; the limit is 2048")
+    return append
+
+
+def qemu_argv(lab: LabState, host: HostState, public_key_b64: str) -> list[str]:
+    """The full ``qemu-system-x86_64`` command line for ``host``; it daemonizes once running."""
+    switches: dict[int, SwitchState] = {s.rail_index: s for s in lab.switches}
+    cpu = "host" if lab.accel == "kvm" else "max"
+    argv = [
+        "qemu-system-x86_64",
+        "-name", f"{host.name},process=lab-{host.name}",
+        "-accel", lab.accel, "-cpu", cpu, "-m", str(host.memory_mib), "-smp", str(host.cpus),
+        "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+        "-kernel", str(lab.vmlinuz), "-initrd", str(lab.initrd),
+        "-append", kernel_append(host, public_key_b64),
+        "-serial", f"file:{host.console_log}",
+        "-qmp", f"unix:{host.qmp_socket},server=on,wait=off",
+        "-pidfile", str(host.pidfile), "-daemonize",
+        "-object", "rng-random,id=rng0,filename=/dev/urandom",
+        "-device", "virtio-rng-pci,rng=rng0",
+        # restrict=on: the guest reaches neither the host nor anything beyond; only the forward works.
+        "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{host.ssh_port}-:22",
+        "-device", f"virtio-net-pci,netdev=mgmt,mac={host.mgmt_mac}",
+    ]  # fmt: skip
+    for nic in host.rails:
+        argv += [
+            "-netdev", f"vde,id={nic.netdev},sock={switches[nic.rail_index].socket_dir}",
+            "-device",
+            f"virtio-net-pci,netdev={nic.netdev},id={nic.device_id},mac={nic.mac},host_mtu={nic.mtu}",
+        ]  # fmt: skip
+    for disk in host.disks:
+        argv += [
+            "-drive", f"file={disk.path},if=none,id=disk-{disk.name},format=raw,cache=unsafe",
+            "-device", f"virtio-blk-pci,drive=disk-{disk.name},serial={disk.serial}",
+        ]  # fmt: skip
+    return argv
+
+
+def create_disks(host: HostState) -> None:
+    for disk in host.disks:
+        disk.path.parent.mkdir(parents=True, exist_ok=True)
+        with disk.path.open("wb") as sparse:
+            sparse.truncate(disk.size_bytes)
+
+
+def start(lab: LabState, host: HostState, public_key_b64: str) -> None:
+    if shutil.which("qemu-system-x86_64") is None:
+        raise LabError("qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)")
+    create_disks(host)
+    host.console_log.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        qemu_argv(lab, host, public_key_b64), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        check=False, timeout=60,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise LabError(f"QEMU for {host.name} failed to start: {done.stderr.strip()[-2000:]}")
+
+
+def is_running(host: HostState) -> bool:
+    return processes.is_ours(processes.read_pid(host.pidfile), str(host.qmp_socket))
+
+
+def qmp(host: HostState, command: str, arguments: dict[str, object] | None = None) -> object:
+    if not is_running(host):
+        raise LabError(f"VM {host.name} is not running")
+    with QmpClient(host.qmp_socket) as client:
+        return client.execute(command, arguments)
+
+
+def run_state(host: HostState) -> str:
+    """QEMU's own word for the VM's state (``running``, ``paused``, ...) or ``stopped``."""
+    if not is_running(host):
+        return "stopped"
+    try:
+        status = qmp(host, "query-status")
+    except LabError:
+        return "stopped"
+    return str(status["status"]) if isinstance(status, dict) else "stopped"
+
+
+def stop(host: HostState, grace: float = 3.0) -> None:
+    """Hard stop: QMP ``quit`` (no guest shutdown, like pulling the plug), SIGTERM/SIGKILL if needed."""
+    pid = processes.read_pid(host.pidfile)
+    marker = str(host.qmp_socket)
+    if processes.is_ours(pid, marker):
+        with contextlib.suppress(QmpError, LabError):
+            qmp(host, "quit")
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and processes.is_ours(pid, marker):
+            time.sleep(0.05)
+        processes.terminate(pid, marker)
+    host.pidfile.unlink(missing_ok=True)
+    host.qmp_socket.unlink(missing_ok=True)
+
+
+def remove_disks(host: HostState) -> None:
+    for disk in host.disks:
+        disk.path.unlink(missing_ok=True)
+
+
+def console_tail(host: HostState, lines: int = 30) -> str:
+    try:
+        text = Path(host.console_log).read_text(errors="replace")
+    except OSError:
+        return "(no console log)"
+    return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,69 @@
+"""The image cache key and the completeness rule of a cache entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from blueprints.lab_plan import LabImage
+from stacks.lab import image
+from stacks.lab.kernel import KernelPackage
+
+KERNEL = KernelPackage(name="linux-image-6.1.0-57-amd64", version="6.1.192-3")
+BASE = LabImage(suite="bookworm", packages=("fio", "nvme-cli"), kernel_modules=("rdma_rxe", "nvmet-rdma"))
+
+
+def key(img: LabImage, kernel: KernelPackage = KERNEL) -> str:
+    return image.inputs_for(img, kernel).key()
+
+
+def test_key_is_stable_and_ignores_order_and_spelling() -> None:
+    same = LabImage(suite="bookworm", packages=("nvme-cli", "fio", "fio"), kernel_modules=("nvmet_rdma", "rdma_rxe"))
+    assert key(BASE) == key(same)
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        BASE.model_copy(update={"suite": "trixie"}),
+        BASE.model_copy(update={"packages": ("fio", "nvme-cli", "lvm2")}),
+        BASE.model_copy(update={"kernel_modules": ("rdma_rxe",)}),
+    ],
+)
+def test_key_changes_with_each_input(changed: LabImage) -> None:
+    assert key(changed) != key(BASE)
+
+
+def test_key_changes_with_the_kernel_and_the_build_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert key(BASE, KernelPackage(name=KERNEL.name, version="6.1.192-4")) != key(BASE)
+    before = key(BASE)
+    monkeypatch.setattr(image, "BUILD_VERSION", image.BUILD_VERSION + 1)
+    assert key(BASE) != before
+
+
+def test_lab_packages_are_always_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    inputs = image.inputs_for(BASE, KERNEL)
+    assert {"openssh-server", "systemd-sysv", "iproute2"} <= set(inputs.packages)
+    assert {"virtio_net", "virtio_blk"} <= set(inputs.kernel_modules)
+
+
+def test_cache_root_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("CLUSTERSMITH_LAB_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert image.cache_root() == tmp_path / "clustersmith" / "lab"
+
+
+def test_an_entry_without_manifest_is_not_an_image(tmp_path: Path) -> None:
+    (tmp_path / "vmlinuz").write_bytes(b"k")
+    (tmp_path / "initrd.gz").write_bytes(b"i")
+    assert image.load(tmp_path) is None
+    built = image.BuiltImage(
+        inputs=image.inputs_for(BASE, KERNEL), directory=Path("/elsewhere"), kernel_release="6.1.0-57-amd64",
+        modules=(), build_seconds=1.0,
+    )  # fmt: skip
+    (tmp_path / image.MANIFEST).write_text(built.model_dump_json())
+    loaded = image.load(tmp_path)
+    assert loaded is not None and loaded.directory == tmp_path
+    (tmp_path / "initrd.gz").unlink()
+    assert image.load(tmp_path) is None

@@ -1,0 +1,75 @@
+"""QEMU command lines, kernel command lines and inventories, built from a planned lab state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stacks.lab import image, inventory, vm
+from stacks.lab.defaults import default_plan
+from stacks.lab.errors import LabError
+from stacks.lab.lab import Lab
+from stacks.lab.state import LabState
+
+
+@pytest.fixture
+def planned(tmp_path: Path) -> LabState:
+    lab = Lab(default_plan(), "unit", tmp_path / "out" / "unit")
+    built = image.BuiltImage.model_construct(directory=tmp_path / "img")
+    return lab._plan_state(built, "tcg", tmp_path / "key", Path("/tmp/clustersmith-lab-x"))
+
+
+def test_management_nic_forwards_ssh_on_loopback_only_and_is_restricted(planned: LabState) -> None:
+    host = planned.hosts[0]
+    argv = vm.qemu_argv(planned, host, "S0VZ")
+    netdev = argv[argv.index("-netdev") + 1]
+    assert netdev == f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{host.ssh_port}-:22"
+    assert argv[argv.index("-accel") + 1] == "tcg"
+    assert "-daemonize" in argv
+
+
+def test_one_vde_nic_per_rail_and_disks_by_serial(planned: LabState) -> None:
+    storage = planned.hosts[0]
+    argv = vm.qemu_argv(planned, storage, "S0VZ")
+    assert "vde,id=rail0,sock=/tmp/clustersmith-lab-x/rail0.vde" in argv
+    assert "vde,id=rail1,sock=/tmp/clustersmith-lab-x/rail1.vde" in argv
+    devices = [argv[i + 1] for i, a in enumerate(argv) if a == "-device"]
+    assert any(d.startswith("virtio-net-pci,netdev=rail1,id=rail1-nic,") for d in devices)
+    assert "virtio-blk-pci,drive=disk-fast,serial=fast" in devices
+    assert "virtio-blk-pci,drive=disk-slow,serial=slow" in devices
+    assert not planned.hosts[1].disks
+
+
+def test_kernel_command_line_carries_key_nics_and_hostname(planned: LabState) -> None:
+    client = planned.hosts[2]
+    append = vm.kernel_append(client, "S0VZ")
+    assert "systemd.hostname=client-2" in append.split()
+    assert "cs.key=S0VZ" in append.split()
+    assert f"cs.rail=rail0,{client.rails[0].mac},10.77.0.3/24,1500" in append.split()
+    assert f"cs.rail=rail1,{client.rails[1].mac},10.77.1.3/24,1500" in append.split()
+
+
+def test_an_oversized_command_line_is_refused(planned: LabState) -> None:
+    with pytest.raises(LabError, match="2048"):
+        vm.kernel_append(planned.hosts[0], "A" * 3000)
+
+
+def test_inventory_groups_hosts_by_role_with_rails(planned: LabState, tmp_path: Path) -> None:
+    path = inventory.write(planned, tmp_path / "ansible" / "inventory.yml")
+    data = yaml.safe_load(path.read_text())
+    groups = data["all"]["children"]
+    assert list(groups["storage_targets"]["hosts"]) == ["storage-1"]
+    assert list(groups["gpu_clients"]["hosts"]) == ["client-1", "client-2"]
+    client = groups["gpu_clients"]["hosts"]["client-1"]
+    assert client["ansible_host"] == "127.0.0.1"
+    assert client["ansible_user"] == "root"
+    assert client["ansible_python_interpreter"] == "/usr/bin/python3"
+    assert client["ansible_port"] == planned.hosts[1].ssh_port
+    assert client["rails"][1] == {
+        "index": 1, "name": "rail1", "netdev": "rail1", "address": "10.77.1.2", "prefix": 24,
+        "cidr": "10.77.1.2/24", "mtu": 1500, "mac": planned.hosts[1].rails[1].mac,
+    }  # fmt: skip
+    storage = groups["storage_targets"]["hosts"]["storage-1"]
+    assert storage["disks"] == {"fast": "/dev/disk/by-id/virtio-fast", "slow": "/dev/disk/by-id/virtio-slow"}
