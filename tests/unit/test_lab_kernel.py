@@ -16,8 +16,9 @@ APT_CACHE_POLICY = """linux-image-6.1.0-57-amd64:
   Version table:
      6.1.192-3 500
 """
-MODULES_DEP = """kernel/drivers/infiniband/core/ib_core.ko:
-kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko: kernel/drivers/infiniband/core/ib_uverbs.ko kernel/drivers/infiniband/core/ib_core.ko
+IB = "kernel/drivers/infiniband"
+MODULES_DEP = f"""{IB}/core/ib_core.ko:
+{IB}/sw/rxe/rdma_rxe.ko: {IB}/core/ib_uverbs.ko {IB}/core/ib_core.ko
 kernel/drivers/infiniband/core/ib_uverbs.ko: kernel/drivers/infiniband/core/ib_core.ko
 kernel/drivers/md/dm-cache.ko: kernel/drivers/md/dm-mod.ko
 kernel/drivers/md/dm-cache-smq.ko: kernel/drivers/md/dm-cache.ko kernel/drivers/md/dm-mod.ko

@@ -28,12 +28,15 @@ def test_deb822_picks_the_stanza_with_the_suite() -> None:
 
 
 def test_one_line_format_with_options_and_comments() -> None:
-    text = "# deb http://old/ bookworm main\ndeb [arch=amd64 signed-by=/k.gpg] http://m.example/debian bookworm main contrib\n"
+    text = (
+        "# deb http://old/ bookworm main\n"
+        "deb [arch=amd64 signed-by=/k.gpg] http://m.example/debian bookworm main contrib\n"
+    )
     assert parse_one_line(text, "bookworm") == "http://m.example/debian"
 
 
 def test_no_source_names_the_files(tmp_path: Path) -> None:
     sources = tmp_path / "sources.list"
     sources.write_text("deb http://m/debian trixie main\n")
-    with pytest.raises(LabError, match="bookworm.*sources.list"):
+    with pytest.raises(LabError, match=r"bookworm.*sources\.list"):
         find_mirror("bookworm", (sources,))

@@ -79,7 +79,7 @@ def test_qmp_error_names_the_command_and_the_class(short_dir: Path) -> None:
         short_dir / "m.sock",
         {"set_link": [{"error": {"class": "DeviceNotFound", "desc": "Device 'x' not found"}}]},
     )
-    with QmpClient(monitor.path, timeout=5) as client, pytest.raises(QmpError, match="set_link.*DeviceNotFound"):
+    with QmpClient(monitor.path, timeout=5) as client, pytest.raises(QmpError, match=r"set_link.*DeviceNotFound"):
         client.execute("set_link", {"name": "x", "up": True})
 
 
