@@ -208,6 +208,9 @@ class ScrapeJob(_Frozen):
     exporter: str
 
 
+RuleGroup = Literal["storage", "fabric", "gpu", "serving", "baseline"]
+
+
 class AlertRule(_Frozen):
     name: str
     summary: str
@@ -217,8 +220,18 @@ class AlertRule(_Frozen):
     for_: str = Field(alias="for", description="How long the condition must hold")
     severity: Literal["critical", "warning", "info"]
     derived_from: Provenance
+    group: RuleGroup = Field(default="storage", description="Rule file it is written to: rules/<group>.yml")
+    metric_source: str = Field(default="", description="Where the metric comes from and how it is measured")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class RecordingRule(_Frozen):
+    """A series precomputed by Prometheus: a windowed rate, ratio or a historical baseline."""
+
+    record: str = Field(description="Name of the recorded series (level:metric:operations)")
+    expr: str = Field(description="PromQL it is computed from")
+    group: RuleGroup = Field(description="Rule group: alerts of the same group read it in the same evaluation")
 
 
 class MonitoringPlan(_Frozen):
@@ -226,6 +239,21 @@ class MonitoringPlan(_Frozen):
     scrape: tuple[ScrapeJob, ...]
     alerts: tuple[AlertRule, ...]
     baseline_window: Duration = Field(description="History the dynamic thresholds are computed over")
+    recording: tuple[RecordingRule, ...] = Field(default=(), description="Recording rules the alerts read")
+    evaluation_interval: Duration = Field(default=Duration.parse("15s"), description="How often rules run")
+    baseline_interval: Duration = Field(
+        default=Duration.parse("5m"), description="How often the baseline group (long windows) is evaluated"
+    )
+    collect_interval: Duration = Field(
+        default=Duration.parse("10s"), description="How often the textfile exporter refreshes its metrics"
+    )
+    latency_buckets: tuple[float, ...] = Field(
+        default=(), description="Upper bounds (s) of the storage read latency histogram; the p99 target is one"
+    )
+    listen_cidr: Traced[str] | None = Field(
+        default=None,
+        description="Network the exporters and Prometheus listen on; None: each host's default-route address",
+    )
 
 
 # acceptance --------------------------------------------------------------------------------------
@@ -246,8 +274,40 @@ class Check(_Frozen):
     derived_from: Provenance
 
 
+class FioWorkload(_Frozen):
+    """One fio job run on every GPU client at once; rendered as ``acceptance/fio/<name>.fio``."""
+
+    name: str = Field(description="Job name and file stem, e.g. seq_read; fio checks name it in args.workload")
+    purpose: str = Field(description="What the workload measures")
+    rw: Literal["read", "write", "randread", "randwrite", "randrw"]
+    bs: str = Field(description="Block size (4k, 1M) or a range lo-hi (bsrange)")
+    rwmixread: int | None = Field(default=None, description="Read share in percent for randrw")
+    iodepth: Traced[int] = Field(description="Outstanding I/Os per job")
+    numjobs: Traced[int] = Field(description="Jobs per client, each on its own scratch file")
+    size: Traced[Size] = Field(description="Scratch file size per job")
+    runtime_s: Traced[int] = Field(description="Measured seconds (time_based), after ramp_s")
+    ramp_s: int = Field(description="Seconds run before measuring starts")
+    direct: bool = Field(default=True, description="O_DIRECT: bypass the page cache")
+    ioengine: Literal["libaio"] = "libaio"
+    verify: Literal["crc32c"] | None = Field(default=None, description="Checksum written data and read it back")
+    log_avg_ms: int = Field(description="Interval of the per-interval bandwidth log (ms)")
+
+
+class ScratchArea(_Frozen):
+    """Where acceptance may write without --destructive: its own files in a directory on the tiered file
+    system, or a raw namespace the plan reserves as scratch. Nothing else is written unless asked."""
+
+    kind: Literal["directory", "namespace"]
+    path: str = Field(description="The directory (kind directory) or the subsystem NQN (kind namespace)")
+    mount: str | None = Field(default=None, description="Mount point the directory must be on")
+    role: HostRole = Field(description="Hosts that hold it")
+    derived_from: Provenance
+
+
 class AcceptancePlan(_Frozen):
     checks: tuple[Check, ...]
+    workloads: tuple[FioWorkload, ...] = Field(default=(), description="fio jobs the fio checks run")
+    scratch: tuple[ScratchArea, ...] = Field(default=(), description="Where write tests may write")
 
 
 # the Blueprint -----------------------------------------------------------------------------------
@@ -295,9 +355,16 @@ def load_blueprint(path: Path) -> Blueprint:
             [Problem("", f"cannot read a Blueprint: {exc}")], str(path), "invalid blueprint"
         ) from None
     try:
-        return Blueprint.model_validate(data)
+        bp = Blueprint.model_validate(data)
     except ValidationError as exc:
         problems = [
             Problem(".".join(str(p) for p in e["loc"]), str(e["msg"])) for e in exc.errors()
         ]
         raise ClusterSmithError(problems, str(path), "invalid blueprint") from None
+    # A hand-edited blueprint.yaml must still hold one QoS plan; imported here because the planner
+    # package imports this module.
+    from blueprints.loader import requirement_lines
+    from blueprints.planner.qos_rules import enforce_qos_layers
+
+    enforce_qos_layers(bp, str(path), requirement_lines(path))
+    return bp

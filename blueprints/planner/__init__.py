@@ -16,6 +16,7 @@ from blueprints.planner.lab import plan_lab
 from blueprints.planner.monitoring import plan_monitoring
 from blueprints.planner.nccl import plan_nccl
 from blueprints.planner.qos import plan_qos
+from blueprints.planner.qos_rules import enforce_qos_layers
 from blueprints.planner.storage import plan_storage
 from blueprints.spec import LabTarget, Requirements
 
@@ -55,8 +56,10 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
         notes.append("lab: real kernels, emulated throughput; performance checks are informational")
     if req.performance.serving is not None:
         notes.append("serving p99 is watched by an alert; acceptance does not run inference load")
-    return Blueprint(
+    bp = Blueprint(
         name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, requirements=req,
         hosts=_host_groups(ctx, compute, storage), compute=compute, fabric=fabric, qos=qos, nccl=nccl,
         storage=storage, monitoring=monitoring, acceptance=acceptance, lab=lab, notes=tuple(notes),
     )
+    enforce_qos_layers(bp, spec_file)
+    return bp

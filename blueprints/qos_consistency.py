@@ -1,0 +1,72 @@
+"""One QoS plan, many layers: do the NIC, NCCL, NVMe-oF and the switch agree on priority and DSCP?
+
+Each layer states the DSCP (and, where it has one, the priority) it will put RoCE traffic on. This
+module compares those statements and says, for every disagreement, which two layers disagree and
+with which values. It knows nothing of where the statements come from: the planner feeds it the
+Blueprint's declared values (``blueprints.planner.qos_rules``), and an acceptance check can feed it
+what it read from the hosts (``dcb app show``, ``/etc/nccl.conf``, the NVMe-oF ``tos``) with
+:func:`layer_from_tos` and :func:`compare`.
+
+Deliberately free of runtime imports from ``blueprints.blueprint`` so that module can call into it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from blueprints.errors import ClusterSmithError, Problem
+
+ECN_BITS = 0b11
+
+
+class LayerQos(BaseModel):
+    """What one layer says RoCE traffic is marked with."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    layer: str = Field(description="nic | nccl | nvmeof | switch")
+    field: str = Field(description="Where the layer states it, e.g. nccl.env.NCCL_IB_TC")
+    dscp: int = Field(ge=0, le=63, description="DSCP the layer marks or classifies RoCE traffic with")
+    priority: int | None = Field(default=None, ge=0, le=7, description="Priority, where the layer has one")
+    shown: str = Field(description="The value as the layer writes it, e.g. 'NCCL_IB_TC=106'")
+
+    def describe(self) -> str:
+        prio = f", priority {self.priority}" if self.priority is not None else ""
+        return f"{self.layer} {self.field} = {self.shown} (DSCP {self.dscp}{prio})"
+
+
+def layer_from_tos(layer: str, field: str, tos: int, shown: str | None = None) -> LayerQos:
+    """A layer that states an IP ToS byte (NCCL_IB_TC, NVMe-oF tos): the DSCP is its upper six bits."""
+    if not 0 <= tos <= 255:
+        raise ValueError(f"{field}: ToS {tos} is not a byte (0..255)")
+    return LayerQos(layer=layer, field=field, dscp=tos >> 2, shown=shown if shown is not None else str(tos))
+
+
+class QosMismatchError(ClusterSmithError):
+    """Two layers of one QoS plan disagree on the DSCP or the priority of RoCE traffic."""
+
+
+def compare(reference: LayerQos, others: list[LayerQos]) -> list[Problem]:
+    """Every way ``others`` disagree with ``reference``; each problem names both layers and both values."""
+    problems: list[Problem] = []
+    for other in others:
+        if other.dscp != reference.dscp:
+            problems.append(Problem(
+                other.field,
+                f"QoS layers disagree on DSCP: {other.describe()}, but {reference.describe()}; "
+                f"every layer must carry RoCE on DSCP {reference.dscp}",
+                value=other.shown,
+            ))
+        elif other.priority is not None and reference.priority is not None and other.priority != reference.priority:
+            problems.append(Problem(
+                other.field,
+                f"QoS layers disagree on priority: {other.describe()}, but {reference.describe()}; "
+                f"every layer must carry RoCE on priority {reference.priority}",
+                value=other.shown,
+            ))
+    return problems
+
+
+def raise_if_any(problems: list[Problem], filename: str = "") -> None:
+    if problems:
+        raise QosMismatchError(problems, filename, "QoS plan is inconsistent across layers")
