@@ -23,8 +23,8 @@ from blueprints.render import build as render_build
 from blueprints.spec import Requirements
 from blueprints.summary import print_summary
 
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def plan_file(spec: Path) -> Blueprint:

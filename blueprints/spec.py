@@ -63,6 +63,8 @@ class Data(_Strict):
 
     @model_validator(mode="after")
     def _validation_not_larger(self) -> Data:
+        if self.training_set.value <= 0:
+            raise RuleError("training_set", f"training_set is {self.training_set}; expected a size above 0")
         if self.validation_set.value > self.training_set.value:
             raise RuleError(
                 "validation_set",

@@ -234,6 +234,10 @@ class _BoundOf:
         self.quantity = quantity
         self.direction = direction
 
+    @property
+    def _what(self) -> str:
+        return "a lower bound" if self.direction == "lower" else "an upper bound"
+
     def parse(self, raw: object) -> Bound:
         if isinstance(raw, Bound):
             return raw
@@ -242,16 +246,16 @@ class _BoundOf:
         if isinstance(raw, int | float) and not isinstance(raw, bool):
             return Bound(">=" if self.direction == "lower" else "<=", self.quantity.parse(raw))
         if not isinstance(raw, str):
-            raise UnitError(f"expected a {self.direction} bound such as {example!r}")
+            raise UnitError(f"expected {self._what} such as {example!r}")
         m = _BOUND.match(raw)
         if not m:
-            raise UnitError(f"expected a {self.direction} bound such as {example!r}")
+            raise UnitError(f"expected {self._what} such as {example!r}")
         op = _OP_ALIASES.get(m.group("op") or "", m.group("op"))
         if op is None:
             op = ">=" if self.direction == "lower" else "<="
         if (op in (">=", ">")) != (self.direction == "lower"):
             raise UnitError(
-                f"expected a {self.direction} bound such as {example!r}; "
+                f"expected {self._what} such as {example!r}; "
                 f"{raw.strip()!r} points the other way"
             )
         try:

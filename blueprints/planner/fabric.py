@@ -62,8 +62,9 @@ def plan_fabric(ctx: PlanContext, compute: ComputePlan) -> FabricPlan:
     shape = fat_tree(endpoints, switch.radix)
     if shape is None:
         cap = switch.radix**3 // 4
-        raise ctx.infeasible("compute.gpus", f"{endpoints} fabric endpoints exceed a 3-tier fat tree of "
-                             f"{switch.name} (radix {switch.radix}: k^3/4 = {cap} endpoints)")
+        raise ctx.infeasible("compute.gpus", f"gpus {compute.gpus} need {endpoints} fabric endpoints "
+                             f"({compute.nodes.value} nodes x {compute.rails.value} rails), more than a 3-tier fat "
+                             f"tree of {switch.name} connects (radix {switch.radix}: k^3/4 = {cap} endpoints)")
     tiers, leaf, spine, core = shape
     k = switch.radix
     spec = ["compute.gpus", "target.fabric" if isinstance(target, BaremetalTarget) else "target.provider"]

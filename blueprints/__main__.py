@@ -1,0 +1,3 @@
+from blueprints.cli import main
+
+main()

@@ -1,0 +1,178 @@
+"""Planner rules as tables: each row is an input and the decision the rule must make."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from blueprints.blueprint import Blueprint
+from blueprints.errors import InfeasibleError
+from blueprints.loader import parse_requirements
+from blueprints.planner import plan
+from blueprints.planner.fabric import fat_tree
+from blueprints.planner.qos import traffic_class
+from blueprints.planner.storage import protection_options
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def spec(path: str = "cv-training-500tb.yaml", **changes: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((REPO / "examples" / path).read_text())
+    for dotted, value in changes.items():
+        node = doc
+        *parents, last = dotted.split("__")
+        for p in parents:
+            node = node.setdefault(p, {})
+        if value is None:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return doc
+
+
+def planned(doc: dict[str, Any]) -> Blueprint:
+    return plan(parse_requirements(yaml.safe_dump(doc, sort_keys=False)))
+
+
+# fat tree: rows from the DGX SuperPOD RA tables and k^2/2, k^3/4 (field-numbers 5)
+@pytest.mark.parametrize(
+    ("endpoints", "radix", "expected"),
+    [
+        (64, 64, (1, 1, 0, 0)),
+        (256, 64, (2, 8, 4, 0)),  # SuperPOD 1 SU incl. UFM: 8 leaf, 4 spine
+        (1024, 64, (2, 32, 16, 0)),  # 4 SU: 32 leaf, 16 spine
+        (2048, 64, (2, 64, 32, 0)),  # 8 SU = k^2/2, the 2-tier limit
+        (2049, 64, (3, 65, 65, 33)),
+        (16384, 64, (3, 512, 512, 256)),  # 64 SU: 512 / 512 / 256
+        (65536, 64, (3, 2048, 2048, 1024)),  # k^3/4
+        (65537, 64, None),
+        (8192, 128, (2, 128, 64, 0)),
+    ],
+)
+def test_fat_tree(endpoints: int, radix: int, expected: tuple[int, int, int, int] | None) -> None:
+    assert fat_tree(endpoints, radix) == expected
+
+
+@pytest.mark.parametrize(
+    ("gpus", "nodes", "algo"), [(8, 1, "Ring"), (64, 8, "Ring"), (72, 9, "Tree"), (512, 64, "Tree")]
+)
+def test_nodes_and_nccl_algo(gpus: int, nodes: int, algo: str) -> None:
+    bp = planned(spec(compute__gpus=gpus, performance__storage__read_throughput=">=10GB/s"))
+    assert bp.compute.nodes.value == nodes
+    env = {e.name: e.value for e in bp.nccl.env}
+    assert env["NCCL_ALGO"] == algo
+    assert {e.name: e.value for e in bp.nccl.degraded_env}["NCCL_ALGO"] == "Ring"
+
+
+@pytest.mark.parametrize(("dscp", "tos"), [(26, 106), (24, 98), (0, 2)])
+def test_traffic_class(dscp: int, tos: int) -> None:
+    assert traffic_class(dscp) == tos
+
+
+def test_one_qos_plan_feeds_every_layer() -> None:
+    bp = planned(spec())
+    env = {e.name: e.value for e in bp.nccl.env}
+    assert bp.qos.dscp.value == 26 and bp.qos.roce_priority.value == 3
+    assert int(env["NCCL_IB_TC"]) == bp.qos.traffic_class.value == bp.qos.nvmeof_tos == 106
+    assert bp.storage.nvmeof is not None and bp.storage.nvmeof.tos == 106
+    assert bp.qos.pfc_priorities == (3,)
+    assert bp.qos.switch_dscp_to_priority[26] == 3
+
+
+@pytest.mark.parametrize(
+    ("provider_block", "kind", "managed"),
+    [
+        ({"provider": "baremetal", "fabric": "roce"}, "roce", False),
+        ({"provider": "baremetal", "fabric": "infiniband"}, "infiniband", False),
+        ({"provider": "aws", "region": "us-east-1"}, "efa", True),
+        ({"provider": "azure", "region": "eastus"}, "infiniband", True),
+        ({"provider": "gcp", "region": "us-central1"}, "roce", True),
+    ],
+)
+def test_fabric_by_target(provider_block: dict[str, str], kind: str, managed: bool) -> None:
+    bp = planned(spec(target=provider_block, performance__storage__latency_p99="<2ms"))
+    assert bp.fabric.kind.value == kind
+    assert bp.fabric.provider_managed is managed
+    assert bp.qos.applies is (kind == "roce" and not managed)
+
+
+@pytest.mark.parametrize(
+    ("label", "raw_tb"),
+    # 500 TB usable (field-numbers 7): 8+2 -> 625 TB, 6+3 -> 750 TB, 4+2 -> 750 TB, 3 replicas -> 1,500 TB
+    [("erasure-8+2", 625), ("erasure-6+3", 750), ("erasure-4+2", 750), ("replica-1+2", 1500)],
+)
+def test_protection_raw_capacity(label: str, raw_tb: float) -> None:
+    by_label = {f"{o.scheme}-{o.data}+{o.parity}": o for o in protection_options(500e12)}
+    assert by_label[label].raw.value == pytest.approx(raw_tb * 1e12)
+
+
+def test_canonical_design_meets_500gbs_with_visible_arithmetic() -> None:
+    bp = planned(spec())
+    hot = next(t for t in bp.storage.tiers if t.name == "hot")
+    assert hot.aggregate_read.value.value >= 500e9
+    assert hot.aggregate_read.value.value == pytest.approx(hot.nodes.value * hot.per_node_read.value)
+    assert "nodes x" in hot.aggregate_read.derived_from.formula
+    assert hot.raw.value.value == pytest.approx(hot.usable.value.value * {"ec-4+2": 1.5, "ec-8+2": 1.25,
+                                                                            "ec-6+3": 1.5, "replica-3": 3}[
+        hot.protection.value])
+    assert bp.storage.nvmeof is not None
+    assert bp.storage.nvmeof.paths_per_subsystem.value == bp.compute.storage_nics
+    assert len(bp.storage.nvmeof.subsystems) == hot.nodes.value
+
+
+@pytest.mark.parametrize(("read", "nodes_at_least"), [(">=500GB/s", 6), (">=900GB/s", 10), (">=90GB/s", 1)])
+def test_hot_nodes_scale_with_throughput(read: str, nodes_at_least: int) -> None:
+    bp = planned(spec(performance__storage__read_throughput=read))
+    hot = next(t for t in bp.storage.tiers if t.name == "hot")
+    assert hot.nodes.value >= nodes_at_least
+    assert hot.aggregate_read.value.value >= bp.requirements.performance.storage.read_throughput.value
+
+
+@pytest.mark.parametrize(("business", "policy"), [("training", "round-robin"), ("inference", "queue-depth")])
+def test_iopolicy_by_workload(business: str, policy: str) -> None:
+    changes: dict[str, Any] = {"business__type": business}
+    if business == "inference":
+        changes["performance__serving"] = {"p99_latency": "<50ms", "qps_per_gpu": 5000}
+    bp = planned(spec(**changes))
+    assert bp.storage.nvmeof is not None and bp.storage.nvmeof.iopolicy.value == policy
+
+
+@pytest.mark.parametrize(
+    ("changes", "path", "fragments"),
+    [
+        ({"performance__storage__latency_p99": "<50us"}, "performance.storage.latency_p99",
+         ["latency_p99 <50us cannot be met", "nvme-tlc-15tb", "75us", "77us"]),
+        ({"compute__gpus": 8, "performance__storage__read_throughput": ">=500GB/s"},
+         "performance.storage.read_throughput", ["read_throughput >=500GB/s cannot be met", "1 GPU nodes x 40GB/s"]),
+        ({"compute__gpus": 800_000, "target": {"provider": "baremetal", "fabric": "infiniband"}}, "compute.gpus",
+         ["gpus 800000 need 800000 fabric endpoints (100000 nodes x 8 rails)", "QM9700", "65536"]),
+        ({"compute__instance_type": "p5.48xlarge"}, "compute.instance_type",
+         ["'p5.48xlarge' is not a H100-SXM server in the catalog"]),
+    ],
+)
+def test_infeasible_names_both_numbers(changes: dict[str, Any], path: str, fragments: list[str]) -> None:
+    with pytest.raises(InfeasibleError) as info:
+        planned(spec(**changes))
+    (p,) = info.value.problems
+    assert p.path == path
+    for fragment in fragments:
+        assert fragment in p.message
+
+
+def test_lab_checks_are_informational_and_lab_plan_matches_target() -> None:
+    bp = planned(spec("lab.yaml"))
+    assert bp.lab is not None
+    assert [h.role for h in bp.lab.hosts] == ["storage_target", "gpu_client", "gpu_client"]
+    assert [r.subnet for r in bp.lab.rails] == ["10.77.0.0/24", "10.77.1.0/24"]
+    perf = [c for c in bp.acceptance.checks if c.id.startswith("storage.") and c.id != "storage.mixed"]
+    assert perf and all(c.severity == "info" for c in perf)
+    assert {e.name: e.value for e in bp.nccl.env}["NCCL_IB_HCA"] == "rxe0,rxe1"
+
+
+def test_planning_is_deterministic() -> None:
+    a = planned(spec()).model_dump_json()
+    b = planned(spec()).model_dump_json()
+    assert a == b
