@@ -19,11 +19,10 @@ from rich.progress import SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from blueprints.lab_plan import LabPlan
-from stacks.lab import defaults
+from stacks.lab import defaults, molecule, state
 from stacks.lab.errors import LabError, LabInputError
 from stacks.lab.lab import Lab
 from stacks.lab.progress import ProgressEvent
-from stacks.lab.state import LabStatus
 
 BUILD_DIR = click.argument("build_dir", type=click.Path(file_okay=False, path_type=Path), metavar="OUT_DIR")
 
@@ -90,7 +89,7 @@ def load_plan(build_dir: Path, plan_file: Path | None, default_plan: bool) -> tu
     return blueprint.lab, blueprint.name
 
 
-def print_status(console: Console, status: LabStatus) -> None:
+def print_status(console: Console, status: state.LabStatus) -> None:
     table = Table(title=f"lab {status.name} ({status.accel})")
     for column in ("host", "role", "power", "ssh", "rails"):
         table.add_column(column)
@@ -185,3 +184,24 @@ def down(build_dir: Path) -> None:
     with _lab_errors():
         the_lab.down()
     click.echo("lab stopped")
+
+
+@lab.command(hidden=True)
+@BUILD_DIR
+def instances(build_dir: Path) -> None:
+    """Print molecule's instance config for the running lab (YAML)."""
+    with _lab_errors():
+        saved = Lab.attach(build_dir).saved_state()
+    click.echo(yaml.safe_dump(molecule.instances(saved), sort_keys=False), nl=False)
+
+
+@lab.command("inventory", hidden=True)
+@BUILD_DIR
+@click.option("--list", "list_all", is_flag=True, help="Ansible inventory-script protocol.")
+@click.option("--host", "one_host", help="Ansible inventory-script protocol (vars are in --list).")
+def inventory_script(build_dir: Path, list_all: bool, one_host: str | None) -> None:
+    """The lab inventory as an Ansible inventory script prints it (JSON); empty when no lab runs."""
+    if one_host is not None:
+        click.echo("{}")
+        return
+    click.echo(json.dumps(molecule.script_inventory(state.load(build_dir.resolve())), indent=2))

@@ -13,11 +13,14 @@ def file_list(root: Path) -> bytes:
     """Every path under ``root``, relative, NUL-separated, parents before children, sorted."""
     names: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
         rel = os.path.relpath(dirpath, root)
         if rel != ".":
             names.append(rel)
-        names.extend(os.path.normpath(os.path.join(rel, f)) for f in sorted(filenames))
+        # os.walk lists links to folders (merged-/usr's /lib, /bin, /sbin) with the folders: keep
+        # them as links, and do not descend.
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = sorted(d for d in dirnames if d not in links)
+        names.extend(os.path.normpath(os.path.join(rel, f)) for f in sorted([*filenames, *links]))
     return b"".join(n.encode() + b"\0" for n in names)
 
 

@@ -15,7 +15,7 @@ from stacks.lab.state import HostState, LabState, SwitchState
 
 # quiet boot; predictable names off (the guest renames NICs by MAC); no CPU bug mitigations,
 # which only slow an emulated guest that runs nothing untrusted.
-BASE_APPEND = ("console=ttyS0", "quiet", "loglevel=3", "net.ifnames=0", "mitigations=off", "panic=-1")
+BASE_APPEND = ("console=ttyS0", "quiet", "net.ifnames=0", "mitigations=off", "panic=-1")
 
 
 def kernel_append(host: HostState, public_key_b64: str) -> str:

@@ -73,3 +73,15 @@ def test_inventory_groups_hosts_by_role_with_rails(planned: LabState, tmp_path: 
     }  # fmt: skip
     storage = groups["storage_targets"]["hosts"]["storage-1"]
     assert storage["disks"] == {"fast": "/dev/disk/by-id/virtio-fast", "slow": "/dev/disk/by-id/virtio-slow"}
+
+
+def test_molecule_sees_the_same_hosts_groups_and_rails(planned: LabState) -> None:
+    from stacks.lab import molecule
+
+    listed = molecule.script_inventory(planned)
+    assert listed["storage_targets"]["hosts"] == ["storage-1"]
+    assert listed["gpu_clients"]["hosts"] == ["client-1", "client-2"]
+    assert listed["_meta"]["hostvars"]["client-2"]["rails"][0]["address"] == "10.77.0.3"
+    config = molecule.instances(planned)
+    assert [i["instance"] for i in config] == ["storage-1", "client-1", "client-2"]
+    assert {i["address"] for i in config} == {"127.0.0.1"}

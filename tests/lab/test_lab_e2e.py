@@ -1,0 +1,170 @@
+"""End to end on the default lab: modules, Soft-RoCE on both rails, reachability, faults, cleanup.
+
+Tests run in file order against one session lab; the destructive ones (hard stop, down) come last.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from stacks.lab import Lab, LabInputError, ssh
+from stacks.lab.cli import lab as lab_cli
+from stacks.lab.inventory import inventory_path
+
+pytestmark = pytest.mark.lab
+
+MODULES = ("rdma_rxe", "ib_uverbs", "rdma_ucm", "nvmet", "nvmet_rdma", "nvme_rdma", "nvme_tcp", "null_blk", "dm_cache")
+
+
+def run(lab: Lab, host: str, command: str, timeout: float = 120) -> str:
+    done = lab.ssh(host, command, timeout=timeout)
+    assert done.returncode == 0, f"{host}: `{command}` exited {done.returncode}: {done.stderr or done.stdout}"
+    return done.stdout
+
+
+def rail_address(lab: Lab, host: str, rail: int) -> str:
+    return lab.saved_state().host(host).rails[rail].address
+
+
+def pings(lab: Lab, src: str, dst: str, rail: int, count: int = 2) -> bool:
+    command = f"ping -n -q -c {count} -W 2 -I rail{rail} {rail_address(lab, dst, rail)}"
+    return lab.ssh(src, command, timeout=60).returncode == 0
+
+
+def test_second_up_is_a_clear_error(lab: Lab) -> None:
+    with pytest.raises(LabInputError, match="already running"):
+        Lab(lab.plan, lab.name, lab.workdir).up()
+
+
+def test_inventory_has_every_host_with_real_ports_and_rails(lab: Lab) -> None:
+    data = yaml.safe_load(inventory_path(lab.workdir).read_text())
+    groups = data["all"]["children"]
+    status = {h.name: h for h in lab.status().hosts}
+    assert set(groups["storage_targets"]["hosts"]) == {"storage-1"}
+    assert set(groups["gpu_clients"]["hosts"]) == {"client-1", "client-2"}
+    for group in ("storage_targets", "gpu_clients"):
+        for name, hostvars in groups[group]["hosts"].items():
+            assert hostvars["ansible_port"] == status[name].ssh_port
+            assert Path(hostvars["ansible_ssh_private_key_file"]).is_file()
+            assert [r["netdev"] for r in hostvars["rails"]] == ["rail0", "rail1"]
+
+
+def test_guests_carry_the_planned_addresses_and_disks(lab: Lab) -> None:
+    for host in lab.saved_state().hosts:
+        shown = json.loads(run(lab, host.name, "ip -j address show"))
+        addresses = {i["ifname"]: {a["local"] for a in i["addr_info"] if a["family"] == "inet"} for i in shown}
+        for nic in host.rails:
+            assert nic.address in addresses[nic.netdev]
+        for disk in host.disks:
+            size = int(run(lab, host.name, f"blockdev --getsize64 {disk.guest_path}"))
+            assert size == disk.size_bytes
+        assert run(lab, host.name, "hostname").strip() == host.name
+        assert "default" not in run(lab, host.name, "ip route show"), "guests must have no default route"
+
+
+def test_kernel_modules_load(lab: Lab) -> None:
+    for host in ("storage-1", "client-1"):
+        run(lab, host, "modprobe -a " + " ".join(MODULES))
+        loaded = {line.split()[0] for line in run(lab, host, "cat /proc/modules").splitlines()}
+        assert set(MODULES) <= loaded
+
+
+def test_rxe_is_active_on_both_rails(lab: Lab) -> None:
+    for host in lab.saved_state().hosts:
+        for nic in host.rails:
+            run(lab, host.name, f"rdma link add rxe{nic.rail_index} type rxe netdev {nic.netdev}")
+        links = json.loads(run(lab, host.name, "rdma -j link show"))
+        states = {link["ifname"]: (link["state"], link.get("netdev")) for link in links}
+        assert states == {"rxe0/1": ("ACTIVE", "rail0"), "rxe1/1": ("ACTIVE", "rail1")}, states
+
+
+def test_clients_reach_the_target_over_each_rail(lab: Lab) -> None:
+    for client in ("client-1", "client-2"):
+        for rail in (0, 1):
+            assert pings(lab, client, "storage-1", rail), f"{client} cannot reach storage-1 over rail{rail}"
+
+
+def lab_ssh_argv(lab: Lab, host: str, command: str) -> list[str]:
+    saved = lab.saved_state()
+    return ssh.argv(saved.host(host).ssh_port, saved.private_key, command)
+
+
+def test_rdma_cm_traffic_over_each_rail(lab: Lab) -> None:
+    for rail in (0, 1):
+        target = rail_address(lab, "storage-1", rail)
+        server_cmd = f"timeout 60 rping -s -a {target} -C 3"
+        with subprocess.Popen(
+            lab_ssh_argv(lab, "storage-1", server_cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as server:
+            time.sleep(2)
+            out = run(lab, "client-1", f"timeout 60 rping -c -a {target} -C 3 -v", timeout=90)
+            server.wait(timeout=90)
+        assert out.count("ping data:") == 3, out
+
+
+def test_a_rail_fault_cuts_that_rail_only_and_heals(lab: Lab) -> None:
+    lab.set_link("client-1", 0, up=False)
+    try:
+        rails = {r.name: r.link_up for r in next(h for h in lab.status().hosts if h.name == "client-1").rails}
+        assert rails == {"rail0": False, "rail1": True}
+        assert not pings(lab, "client-1", "storage-1", 0, count=3), "rail0 still carries traffic while cut"
+        assert pings(lab, "client-1", "storage-1", 1), "rail1 must keep working while rail0 is cut"
+        assert pings(lab, "client-2", "storage-1", 0), "other hosts keep rail0"
+        carrier = run(lab, "client-1", "cat /sys/class/net/rail0/carrier || true").strip()
+        assert carrier in ("0", ""), "the guest should see the carrier drop"
+    finally:
+        lab.set_link("client-1", 0, up=True)
+    deadline = time.monotonic() + 30
+    while not pings(lab, "client-1", "storage-1", 0):
+        assert time.monotonic() < deadline, "rail0 did not come back after the link was restored"
+
+
+def test_the_cli_reports_and_injects_faults(lab: Lab) -> None:
+    runner = CliRunner()
+    shown = runner.invoke(lab_cli, ["status", str(lab.workdir), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert {h["name"] for h in json.loads(shown.output)["hosts"]} == {"storage-1", "client-1", "client-2"}
+    cut = runner.invoke(lab_cli, ["fault", str(lab.workdir), "--host", "client-2", "--rail", "1", "--down"])
+    assert cut.exit_code == 0, cut.output
+    assert not pings(lab, "client-2", "storage-1", 1, count=2)
+    healed = runner.invoke(lab_cli, ["fault", str(lab.workdir), "--host", "client-2", "--rail", "1", "--up"])
+    assert healed.exit_code == 0, healed.output
+    bad = runner.invoke(lab_cli, ["fault", str(lab.workdir), "--host", "nope", "--pause"])
+    assert bad.exit_code == 2 and "no host 'nope'" in bad.output
+
+
+def test_pause_freezes_a_host_and_resume_brings_it_back(lab: Lab) -> None:
+    lab.pause("client-2")
+    try:
+        assert next(h.power for h in lab.status().hosts if h.name == "client-2") == "paused"
+        with pytest.raises(subprocess.TimeoutExpired):
+            lab.ssh("client-2", "true", timeout=8)
+    finally:
+        lab.resume("client-2")
+    lab.wait_ssh("client-2", timeout=60)
+    assert next(h.power for h in lab.status().hosts if h.name == "client-2") == "running"
+
+
+def test_hard_stop_ends_the_vm(lab: Lab) -> None:
+    lab.stop("client-2")
+    assert next(h.power for h in lab.status().hosts if h.name == "client-2") == "stopped"
+    assert pings(lab, "client-1", "storage-1", 0), "the rest of the lab keeps running"
+
+
+def test_down_leaves_no_process_socket_or_disk_behind(lab: Lab) -> None:
+    saved = lab.saved_state()
+    assert lab.down() is True
+    assert not saved.runtime_dir.exists()
+    for host in saved.hosts:
+        for disk in host.disks:
+            assert not disk.path.exists()
+    leftovers = subprocess.run(["pgrep", "-f", str(saved.runtime_dir)], capture_output=True, text=True)
+    assert leftovers.stdout == "", f"processes still running: {leftovers.stdout}"
+    assert lab.down() is False
