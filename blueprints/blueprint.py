@@ -97,6 +97,15 @@ class DcqcnPlan(_Frozen):
     source: str
 
 
+class EtsPlan(_Frozen):
+    """Enhanced transmission selection, only where a design asks for a bandwidth split."""
+
+    prio_tc: tuple[int, ...] = Field(min_length=8, max_length=8, description="Traffic class of priorities 0..7")
+    tc_tsa: tuple[Literal["strict", "ets", "vendor"], ...] = Field(min_length=8, max_length=8,
+                                                                   description="Selection algorithm of TCs 0..7")
+    tc_bw: tuple[int, ...] = Field(min_length=8, max_length=8, description="Bandwidth percent of TCs 0..7")
+
+
 class QosPlan(_Frozen):
     """One QoS plan every layer applies: NIC trust/PFC/ECN, NCCL's TC, NVMe-oF's ToS, the switch."""
 
@@ -113,6 +122,7 @@ class QosPlan(_Frozen):
     nvmeof_tos: int = Field(description="What NVMe-oF connections use as type of service")
     switch_dscp_to_priority: dict[int, int] = Field(description="DSCP -> priority map on the switches")
     dcqcn: DcqcnPlan
+    ets: EtsPlan | None = Field(default=None, description="ETS on the NICs; None leaves the NIC's own ETS alone")
 
 
 # nccl --------------------------------------------------------------------------------------------
