@@ -1,0 +1,70 @@
+"""Variables of the ``nccl`` role: the Blueprint's NCCL environment, its degraded profile, GPUDirect and INR.
+
+``nccl_env`` is ``nccl.env`` as planned (NCCL_IB_HCA per rail, NCCL_IB_TC from the QoS plan, ...);
+``nccl_degraded_env`` the overrides of the Ring profile an operator switches to with
+``nccl_profile: degraded``. GPUDirect RDMA and in-network reduction follow the Blueprint's
+``nccl.gpudirect_rdma`` and ``nccl.in_network_reduction``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from blueprints.blueprint import Blueprint
+from blueprints.rolevars import Group, RoleVars
+
+
+class EnvEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$", description="Environment variable, e.g. NCCL_IB_HCA")
+    value: str = Field(description="Its value, as NCCL reads it")
+
+
+class NcclVars(RoleVars):
+    ROLE = "nccl"
+
+    nccl_env: list[EnvEntry] = Field(description="NCCL environment of every rank (nccl.env)")
+    nccl_degraded_env: list[EnvEntry] = Field(description="Overrides of the degraded profile (nccl.degraded_env)")
+    nccl_profile: Literal["default", "degraded"] = Field(
+        default="default", description="Which profile /etc/nccl.conf holds; degraded: Ring, for a fabric in trouble")
+    nccl_hcas: list[str] = Field(description="HCAs NCCL_IB_HCA names; each must exist on the host")
+    nccl_gpudirect_rdma: bool = Field(description="Load nvidia_peermem for GPUDirect RDMA (nccl.gpudirect_rdma)")
+    nccl_in_network_reduction: Literal["none", "sharp", "nvls"] = Field(
+        description="SHARP/CollNet on InfiniBand, NVLS on NVSwitch systems, or none (nccl.in_network_reduction)")
+    nccl_tests_build: bool = Field(
+        default=True, description="Build and install nccl-tests where CUDA, MPI and NCCL are present")
+    nccl_tests_source: str | None = Field(
+        default=None, description="nccl-tests source: a tarball URL or a path on the host; unset: not built")
+    nccl_tests_prefix: str = Field(default="/opt/nccl-tests", description="Where the nccl-tests binaries go")
+    nccl_cuda_home: str = Field(default="/usr/local/cuda", description="CUDA toolkit (needs bin/nvcc)")
+    nccl_mpi_home: str = Field(default="/usr", description="MPI installation (needs bin/mpicc)")
+    nccl_home: str = Field(default="/usr", description="NCCL installation (needs include/nccl.h)")
+
+
+def hcas(value: str) -> list[str]:
+    """Devices an NCCL_IB_HCA value asks for ('=' exact-match prefix and ':port' suffixes dropped).
+
+    A '^' list names devices to exclude, so it asks for none.
+    """
+    if value.startswith("^"):
+        return []
+    return [item.split(":")[0] for item in value.lstrip("=").split(",") if item]
+
+
+def nccl_vars(bp: Blueprint) -> NcclVars:
+    env = [EnvEntry(name=v.name, value=v.value) for v in bp.nccl.env]
+    hca = next((v.value for v in bp.nccl.env if v.name == "NCCL_IB_HCA"), "")
+    return NcclVars(
+        nccl_env=env,
+        nccl_degraded_env=[EnvEntry(name=v.name, value=v.value) for v in bp.nccl.degraded_env],
+        nccl_hcas=hcas(hca),
+        nccl_gpudirect_rdma=bp.nccl.gpudirect_rdma.value,
+        nccl_in_network_reduction=bp.nccl.in_network_reduction.value,
+    )
+
+
+def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
+    return {"gpu_clients": nccl_vars(bp)}

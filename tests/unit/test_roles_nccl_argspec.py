@@ -1,0 +1,64 @@
+"""roles/nccl/meta/argument_specs.yml is generated from NcclVars; they must not drift.
+
+Regenerate with ``pytest tests/unit/test_roles_nccl_argspec.py --update-golden``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from test_roles_pfc_argspec import dump_spec
+
+from blueprints.loader import load_requirements
+from blueprints.planner import plan
+from blueprints.rolevars import argument_spec
+from blueprints.rolevars.nccl import NcclVars, hcas, role_vars
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC_FILE = REPO / "roles" / "nccl" / "meta" / "argument_specs.yml"
+SHORT = "NCCL configuration, degraded profile, GPUDirect RDMA and nccl-tests from the Blueprint"
+HEADER = "---\n# Generated from blueprints/rolevars/nccl.py (NcclVars); tests/unit/test_roles_nccl_argspec.py\n"
+
+
+def test_argument_specs_match_the_model(update_golden: bool) -> None:
+    want = argument_spec(NcclVars, SHORT)
+    if update_golden:
+        SPEC_FILE.write_text(dump_spec(HEADER, want))
+    assert yaml.safe_load(SPEC_FILE.read_text()) == want
+
+
+def test_every_option_is_prefixed_and_described() -> None:
+    options = argument_spec(NcclVars, SHORT)["argument_specs"]["main"]["options"]
+    assert all(name.startswith("nccl_") for name in options)
+    assert all(opt.get("description") for opt in options.values())
+    assert options["nccl_profile"]["choices"] == ["default", "degraded"]
+
+
+@pytest.mark.parametrize(("value", "devices"), [
+    ("mlx5_0,mlx5_1", ["mlx5_0", "mlx5_1"]),
+    ("=mlx5_0:1,mlx5_1:1", ["mlx5_0", "mlx5_1"]),
+    ("rxe0,rxe1", ["rxe0", "rxe1"]),
+    ("^mlx5_3", []),
+    ("", []),
+])
+def test_hcas_named_by_nccl_ib_hca(value: str, devices: list[str]) -> None:
+    assert hcas(value) == devices
+
+
+def _bp(name: str):  # type: ignore[no-untyped-def]
+    spec = REPO / "examples" / f"{name}.yaml"
+    return plan(load_requirements(spec), spec_file=str(spec))
+
+
+def test_vars_carry_the_blueprint_env_and_switches() -> None:
+    for name in ("lab", "cv-training-500tb", "llm-training-16k"):
+        bp = _bp(name)
+        rv = role_vars(bp)["gpu_clients"]
+        assert isinstance(rv, NcclVars)
+        assert [(e.name, e.value) for e in rv.nccl_env] == [(v.name, v.value) for v in bp.nccl.env]
+        assert rv.nccl_gpudirect_rdma is bp.nccl.gpudirect_rdma.value
+        assert rv.nccl_in_network_reduction == bp.nccl.in_network_reduction.value
+    lab = role_vars(_bp("lab"))["gpu_clients"]
+    assert isinstance(lab, NcclVars) and lab.nccl_hcas == ["rxe0", "rxe1"] and lab.nccl_profile == "default"
