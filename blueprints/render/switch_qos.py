@@ -1,0 +1,47 @@
+"""Renderer: ``switch/qos-policy.md``, the Blueprint's switch QoS policy for the network team.
+
+Switches are outside Ansible's reach here, so the policy the NICs, NCCL and NVMe-oF already apply is
+handed over as a readable file: trust, the DSCP -> priority map, PFC per priority, ECN marking and the
+CNP class, each with where it came from. ECN marking thresholds are left to the switch vendor's
+default: no published figure was found (field-numbers has none), so none is invented.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from blueprints.blueprint import Blueprint
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "switch_qos"
+ECN_THRESHOLDS = "switch vendor default"
+ECN_THRESHOLDS_WHY = ("no published ECN marking thresholds (Kmin/Kmax/Pmax) were found for these switches "
+                      "(field-numbers.md has none), so the plan keeps the vendor's RoCE defaults")
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+
+
+def render(bp: Blueprint, folder: Path) -> list[Path]:
+    q = bp.qos
+    nvmeof_tos = bp.storage.nvmeof.tos if bp.storage.nvmeof is not None else None
+    nccl_tc = next((v.value for v in bp.nccl.env if v.name == "NCCL_IB_TC"), None)
+    priorities = [
+        {"priority": p,
+         "dscp": sorted(d for d, pr in q.switch_dscp_to_priority.items() if pr == p),
+         "pfc": p in q.pfc_priorities,
+         "ecn": q.ecn and p in q.dcqcn.priorities,
+         "role": "RoCE (lossless)" if p == q.roce_priority.value
+         else "CNP (congestion notifications)" if p == q.cnp_priority else ""}
+        for p in range(8)
+    ]
+    text = _env().get_template("qos-policy.md.j2").render(
+        bp=bp, q=q, priorities=priorities, nvmeof_tos=nvmeof_tos, nccl_tc=nccl_tc,
+        ecn_thresholds=ECN_THRESHOLDS, ecn_thresholds_why=ECN_THRESHOLDS_WHY)
+    path = folder / "switch" / "qos-policy.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return [path]
