@@ -67,6 +67,32 @@ def compare(reference: LayerQos, others: list[LayerQos]) -> list[Problem]:
     return problems
 
 
+# what the hosts say (for the acceptance check in validators) ----------------------------------------
+
+
+def reference_layer(dscp: int, priority: int, field: str = "qos.dscp") -> LayerQos:
+    """The Blueprint's QoS plan as the reference every measured layer is compared with."""
+    return LayerQos(layer="plan", field=field, dscp=dscp, priority=priority, shown=str(dscp))
+
+
+def nic_layer(dscp_prio: dict[int, list[int]], dscp: int, field: str) -> LayerQos | None:
+    """What a NIC's DSCP APP table (``dcb -j app show``, parsed) does with the planned DSCP; None: no entry."""
+    prios = dscp_prio.get(dscp, [])
+    if len(prios) != 1:
+        return None
+    return LayerQos(layer="nic", field=field, dscp=dscp, priority=prios[0], shown=f"{dscp}:{prios[0]}")
+
+
+def nccl_conf_layer(text: str, field: str = "/etc/nccl.conf") -> LayerQos | None:
+    """NCCL_IB_TC of an nccl.conf or nccl.env text (NAME=VALUE lines, quotes allowed); None when unset."""
+    for line in text.splitlines():
+        name, sep, value = line.strip().partition("=")
+        if sep and name == "NCCL_IB_TC":
+            tc = int(value.strip().strip('"'))
+            return layer_from_tos("nccl", f"{field} NCCL_IB_TC", tc, f"NCCL_IB_TC={tc}")
+    return None
+
+
 def raise_if_any(problems: list[Problem], filename: str = "") -> None:
     if problems:
         raise QosMismatchError(problems, filename, "QoS plan is inconsistent across layers")

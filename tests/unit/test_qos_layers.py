@@ -15,7 +15,15 @@ from blueprints.blueprint import Blueprint, dump_blueprint, load_blueprint
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.planner.qos_rules import check_qos_layers
-from blueprints.qos_consistency import LayerQos, QosMismatchError, compare, layer_from_tos
+from blueprints.qos_consistency import (
+    LayerQos,
+    QosMismatchError,
+    compare,
+    layer_from_tos,
+    nccl_conf_layer,
+    nic_layer,
+    reference_layer,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
@@ -138,3 +146,19 @@ def test_measured_layers_compare_the_same_way() -> None:
 def test_tos_outside_a_byte_is_refused() -> None:
     with pytest.raises(ValueError, match="ToS 256 is not a byte"):
         layer_from_tos("nccl", "NCCL_IB_TC", 256)
+
+
+def test_host_readings_are_compared_with_the_plan() -> None:
+    bp = _plan("lab")
+    ref = reference_layer(bp.qos.dscp.value, bp.qos.roce_priority.value)
+    conf = f"# header\nNCCL_IB_HCA=rxe0\nNCCL_IB_TC={bp.qos.nccl_ib_tc}\n"
+    env_file = f'NCCL_IB_TC="{bp.qos.nccl_ib_tc + 4}"\n'  # one DSCP up: a mismatch
+    nic = nic_layer({bp.qos.dscp.value: [bp.qos.roce_priority.value]}, bp.qos.dscp.value, "dcb app rail0")
+    layers = [x for x in (nic, nccl_conf_layer(conf), nccl_conf_layer(env_file, "/etc/nccl.env")) if x]
+    problems = compare(ref, layers)
+    assert [p.path for p in problems] == ["/etc/nccl.env NCCL_IB_TC"]
+    assert "DSCP 27" in problems[0].message and "plan qos.dscp = 26" in problems[0].message
+    assert nccl_conf_layer("NCCL_ALGO=Ring\n") is None
+    assert nic_layer({}, 26, "dcb app rail0") is None
+    moved = nic_layer({26: [4]}, 26, "dcb app rail0")
+    assert moved is not None and "disagree on priority" in compare(ref, [moved])[0].message
