@@ -252,7 +252,8 @@ class MonitoringPlan(_Frozen):
     recording: tuple[RecordingRule, ...] = Field(default=(), description="Recording rules the alerts read")
     evaluation_interval: Duration = Field(default=Duration.parse("15s"), description="How often rules run")
     baseline_interval: Duration = Field(
-        default=Duration.parse("5m"), description="How often the baseline group (long windows) is evaluated"
+        default=Duration.parse("2m"),
+        description="How often the baseline group (long windows) runs; under the 5m lookback, so it never goes stale",
     )
     collect_interval: Duration = Field(
         default=Duration.parse("10s"), description="How often the textfile exporter refreshes its metrics"

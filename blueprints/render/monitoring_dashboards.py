@@ -1,0 +1,183 @@
+"""Grafana dashboards built in code with Grafana's own Python SDK (grafana-foundation-sdk).
+
+``storage``: I/O heatmap by device and the small-read latency distribution; ``fabric``: rail round-trip
+p99, rail and NVMe-oF path health; ``gpu`` (GPU clusters only): SM activity; ``targets``: one row per
+spec target with the target next to what is measured. Targets and thresholds are the Blueprint's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from grafana_foundation_sdk.builders import dashboard as db
+from grafana_foundation_sdk.builders import heatmap, prometheus, stat, statetimeline, timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models.dashboard import DataSourceRef, Threshold, ThresholdsMode
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
+
+from blueprints.blueprint import Blueprint
+
+# The role provisions its Prometheus data source under this uid.
+DATASOURCE = DataSourceRef(type_val="prometheus", uid="clustersmith-prometheus")
+GREEN, RED = "green", "red"
+
+
+def _query(expr: str, legend: str = "", fmt: PromQueryFormat | None = None) -> prometheus.Dataquery:
+    q = prometheus.Dataquery().expr(expr).datasource(DATASOURCE)
+    if legend:
+        q = q.legend_format(legend)
+    if fmt is not None:
+        q = q.format(fmt)
+    return q
+
+
+def _thresholds(limit: float, good_below: bool) -> db.ThresholdsConfig:
+    low, high = (GREEN, RED) if good_below else (RED, GREEN)
+    return db.ThresholdsConfig().mode(ThresholdsMode.ABSOLUTE).steps(
+        [Threshold(value=None, color=low), Threshold(value=limit, color=high)])
+
+
+def _new(bp: Blueprint, uid: str, title: str) -> db.Dashboard:
+    return (db.Dashboard(f"{bp.name}: {title}").uid(f"cs-{bp.name}-{uid}"[:40]).tags(["clustersmith", bp.name])
+            .time("now-6h", "now").refresh("30s").editable())
+
+
+def storage(bp: Blueprint) -> db.Dashboard:
+    d = _new(bp, "storage", "storage I/O")
+    d = d.with_row(db.Row("I/O by device"))
+    d = d.with_panel(
+        heatmap.Panel().title("Busy time by device (share of each second with I/O in flight)")
+        .with_target(_query("sum by (instance, device) (rate(node_disk_io_time_seconds_total[1m]))",
+                            "{{instance}} {{device}}"))
+        .calculate(False).unit("percentunit").span(24).height(10))
+    d = d.with_panel(
+        heatmap.Panel().title("Read bytes/s by device")
+        .with_target(_query("sum by (instance, device) (rate(node_disk_read_bytes_total[1m]))",
+                            "{{instance}} {{device}}"))
+        .calculate(False).unit("Bps").span(12).height(8))
+    d = d.with_panel(
+        heatmap.Panel().title("Write bytes/s by device")
+        .with_target(_query("sum by (instance, device) (rate(node_disk_written_bytes_total[1m]))",
+                            "{{instance}} {{device}}"))
+        .calculate(False).unit("Bps").span(12).height(8))
+    d = d.with_row(db.Row("Small-read latency (probe)"))
+    d = d.with_panel(
+        heatmap.Panel().title("4 KiB read latency distribution")
+        .with_target(_query("sum by (le) (rate(clustersmith_storage_read_latency_seconds_bucket[1m]))",
+                            "{{le}}", PromQueryFormat.HEATMAP))
+        .calculate(False).unit("s").span(24).height(8))
+    return d
+
+
+def fabric(bp: Blueprint) -> db.Dashboard:
+    d = _new(bp, "fabric", "rails and paths")
+    d = d.with_row(db.Row("Network latency"))
+    d = d.with_panel(
+        heatmap.Panel().title("Rail round-trip time distribution")
+        .with_target(_query("sum by (le) (rate(clustersmith_rail_rtt_seconds_bucket[5m]))", "{{le}}",
+                            PromQueryFormat.HEATMAP))
+        .calculate(False).unit("s").span(12).height(8))
+    d = d.with_panel(
+        timeseries.Panel().title("Rail round-trip time p99")
+        .with_target(_query("histogram_quantile(0.99, sum by (le, instance, netdev) "
+                            "(rate(clustersmith_rail_rtt_seconds_bucket[5m])))", "{{instance}} {{netdev}}"))
+        .unit("s").span(12).height(8))
+    d = d.with_row(db.Row("Rail and path health"))
+    d = d.with_panel(
+        statetimeline.Panel().title("RDMA ports ACTIVE")
+        .with_target(_query("clustersmith_rdma_port_active", "{{instance}} {{device}}/{{port}}"))
+        .thresholds(_thresholds(1, good_below=False)).span(12).height(8))
+    d = d.with_panel(
+        statetimeline.Panel().title("NVMe-oF paths live")
+        .with_target(_query("clustersmith_nvme_path_live", "{{instance}} {{subsys}} {{path}} {{address}}"))
+        .thresholds(_thresholds(1, good_below=False)).span(12).height(8))
+    d = d.with_panel(
+        timeseries.Panel().title("PFC pause frames received /s")
+        .with_target(_query("instance_device:clustersmith_pfc_pause_rx_frames:rate5m",
+                            "{{instance}} {{netdev}} prio {{priority}}"))
+        .unit("pps").span(12).height(8))
+    d = d.with_panel(
+        timeseries.Panel().title("CNPs sent /s")
+        .with_target(_query("instance_device:clustersmith_rdma_cnp_sent:rate5m", "{{instance}} {{device}}"))
+        .unit("pps").span(12).height(8))
+    return d
+
+
+def gpu(bp: Blueprint) -> db.Dashboard:
+    floor = next(a.threshold for a in bp.monitoring.alerts if a.name == "GpuSmUtilisationLow")
+    d = _new(bp, "gpu", "GPU utilisation")
+    d = d.with_row(db.Row("SM activity"))
+    d = d.with_panel(
+        timeseries.Panel().title(f"SM active per node (alert below {floor:.0%})")
+        .with_target(_query("avg by (instance) (DCGM_FI_PROF_SM_ACTIVE)", "{{instance}}"))
+        .unit("percentunit").min(0).max(1).thresholds(_thresholds(floor, good_below=False))
+        .span(24).height(10))
+    return d
+
+
+@dataclass(frozen=True)
+class Target:
+    """One spec target: what was asked, the PromQL that measures it, and which side is good."""
+
+    spec_path: str
+    title: str
+    target: float
+    measured: str
+    unit: str
+    good_below: bool
+
+
+def spec_targets(bp: Blueprint) -> list[Target]:
+    st = bp.requirements.performance.storage
+    clients = 'role="gpu_client", device!~"dm-.*"'
+    found = [
+        Target("performance.storage.read_throughput", f"Aggregate read throughput (target {st.read_throughput})",
+               st.read_throughput.value, f"sum(rate(node_disk_read_bytes_total{{{clients}}}[1m]))", "Bps", False),
+    ]
+    if st.write_throughput is not None:
+        found.append(Target("performance.storage.write_throughput",
+                            f"Aggregate write throughput (target {st.write_throughput})", st.write_throughput.value,
+                            f"sum(rate(node_disk_written_bytes_total{{{clients}}}[1m]))", "Bps", False))
+    for alert in bp.monitoring.alerts:
+        if alert.name == "StorageReadLatencyP99High":
+            found.append(Target("performance.storage.latency_p99", f"Small-read p99 latency (target {st.latency_p99})",
+                                alert.threshold, "histogram_quantile(0.99, sum by (le) "
+                                "(rate(clustersmith_storage_read_latency_seconds_bucket[5m])))", "s", True))
+        elif alert.name == "StorageThroughputJitterHigh":
+            found.append(Target("performance.storage.jitter", f"Read throughput jitter (target {st.jitter})",
+                                alert.threshold, 'max(stddev_over_time(instance:node_disk_read_bytes:rate1m'
+                                '{role="gpu_client"}[10m]) / avg_over_time(instance:node_disk_read_bytes:rate1m'
+                                '{role="gpu_client"}[10m]))', "percentunit", True))
+        elif alert.name == "CacheHitRatioLow":
+            found.append(Target(", ".join(alert.derived_from.spec), f"Cache read hit ratio ({alert.summary})",
+                                alert.threshold, "min(instance_lv:clustersmith_lvmcache_read_hit_ratio:rate5m)",
+                                "percentunit", False))
+    return found
+
+
+def targets(bp: Blueprint) -> db.Dashboard:
+    d = _new(bp, "targets", "spec targets vs measured")
+    for t in spec_targets(bp):
+        line = bp.spec_lines.get(t.spec_path.split(", ")[0])
+        where = f"{t.spec_path} ({bp.spec_file}:{line})" if line else t.spec_path
+        d = d.with_row(db.Row(t.title))
+        d = d.with_panel(
+            stat.Panel().title("Measured").description(f"Spec: {where}")
+            .with_target(_query(t.measured, "measured")).unit(t.unit)
+            .thresholds(_thresholds(t.target, t.good_below)).span(6).height(6))
+        d = d.with_panel(
+            timeseries.Panel().title("Target vs measured").description(f"Spec: {where}")
+            .with_target(_query(t.measured, "measured"))
+            .with_target(_query(f"vector({t.target:.12g})", "target").ref_id("B"))
+            .unit(t.unit).span(18).height(6))
+    return d
+
+
+def dashboards(bp: Blueprint) -> dict[str, str]:
+    """Dashboard JSON by file stem."""
+    built = {"storage": storage(bp), "fabric": fabric(bp), "targets": targets(bp)}
+    if any(a.name == "GpuSmUtilisationLow" for a in bp.monitoring.alerts):
+        built["gpu"] = gpu(bp)
+    return {name: json.dumps(d.build(), cls=JSONEncoder, indent=2, sort_keys=True) + "\n"
+            for name, d in built.items()}

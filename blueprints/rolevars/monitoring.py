@@ -1,0 +1,70 @@
+"""Variables of the ``monitoring`` role: exporters on every host, Prometheus and Alertmanager on the monitoring hosts.
+
+Ports, the exporter's refresh interval and the latency histogram's bounds come from the Blueprint's
+monitoring plan; the role installs the rule files, ``prometheus.yml``, ``alertmanager.yml`` and the
+dashboards that ``clustersmith build`` wrote to ``out/<name>/monitoring/``.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from blueprints.blueprint import Blueprint
+from blueprints.planner.monitoring import DCGM_EXPORTER
+from blueprints.render.monitoring import hosts_by_role
+from blueprints.rolevars import Group, RoleVars
+
+
+class MonitoringVars(RoleVars):
+    ROLE = "monitoring"
+
+    monitoring_listen_cidr: str = Field(
+        default="",
+        description="Management network (CIDR) every listener binds to; empty: the host's default-route address",
+    )
+    monitoring_node_exporter_port: int = Field(ge=1, le=65535, description="node_exporter port (every host)")
+    monitoring_prometheus_port: int = Field(ge=1, le=65535, description="Prometheus port (monitoring hosts)")
+    monitoring_alertmanager_port: int = Field(ge=1, le=65535, description="Alertmanager port (monitoring hosts)")
+    monitoring_dcgm_exporter_port: int = Field(ge=1, le=65535, description="dcgm-exporter port (GPU hosts)")
+    monitoring_dcgm_enabled: bool = Field(description="Install dcgm-exporter on the gpu_clients (hosts with GPUs)")
+    monitoring_collect_interval_s: int = Field(ge=1, description="Seconds between two runs of clustersmith-exporter")
+    monitoring_latency_buckets: list[float] = Field(
+        description="Upper bounds (s) of the small-read latency histogram; the spec's p99 target is one of them")
+    monitoring_servers: list[str] = Field(
+        description="Hosts that run Prometheus and Alertmanager (the Blueprint's monitoring host group)")
+    monitoring_scrape_hosts: list[str] = Field(
+        description="Every host prometheus.yml scrapes; each must be in the play, to resolve its address")
+    monitoring_config_dir: str = Field(
+        default="{{ playbook_dir }}/../monitoring",
+        description="Controller folder `clustersmith build` wrote (out/<name>/monitoring)")
+    monitoring_retention: str = Field(default="15d", description="Prometheus TSDB retention time")
+    monitoring_grafana_enabled: bool = Field(
+        default=True, description="Install Grafana on the monitoring hosts where its apt source is configured")
+    monitoring_textfile_dir: str = Field(
+        default="/var/lib/prometheus/node-exporter", description="node_exporter's textfile collector folder")
+    monitoring_dcgm_packages: list[str] = Field(
+        default=["datacenter-gpu-manager-exporter", "dcgm-exporter"],
+        description="Names dcgm-exporter is packaged under (NVIDIA's CUDA repository, Microsoft's); first found wins")
+    monitoring_dcgm_service: str = Field(default="nvidia-dcgm-exporter", description="systemd unit of dcgm-exporter")
+    monitoring_probe_reads: int = Field(
+        default=32, ge=0, description="Timed 4 KiB O_DIRECT reads per NVMe-oF namespace and exporter run (0: off)")
+
+
+def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
+    mon = bp.monitoring
+    ports = {j.exporter: j.port for j in mon.scrape}
+    roles = hosts_by_role(bp)
+    return {
+        "all": MonitoringVars(
+            monitoring_listen_cidr=mon.listen_cidr.value if mon.listen_cidr else "",
+            monitoring_node_exporter_port=ports["node_exporter"],
+            monitoring_prometheus_port=ports["prometheus"],
+            monitoring_alertmanager_port=ports["alertmanager"],
+            monitoring_dcgm_exporter_port=ports.get("dcgm-exporter", DCGM_EXPORTER),
+            monitoring_dcgm_enabled="dcgm-exporter" in ports,
+            monitoring_collect_interval_s=max(1, round(mon.collect_interval.value)),
+            monitoring_latency_buckets=list(mon.latency_buckets),
+            monitoring_servers=roles.get("monitoring", []),
+            monitoring_scrape_hosts=sorted({h for j in mon.scrape for h in roles.get(j.role, [])}),
+        )
+    }

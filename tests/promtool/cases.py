@@ -1,0 +1,224 @@
+"""``promtool test rules`` cases generated from a Blueprint: each alert just past its threshold and just short.
+
+Every threshold is read from the Blueprint's alert rule, never typed here. For each alert a case gives
+the input series at a level that must fire and at one that must stay quiet, with the labels the alert
+carries. How close to the threshold each pair sits:
+
+- static thresholds on gauges or exact ratios: 0.5 % either side (hit ratio, SM activity) or the exact
+  integer boundary (paths live, port state);
+- histogram p99: 2 % versus 0.5 % of observations above the target, which is a bucket bound, so the
+  quantile lands in the bucket above or at/below the target;
+- jitter (coefficient of variation of a 1-minute rate): twice versus half the threshold, since the
+  smoothing of ``rate`` blurs an exact construction;
+- baselines (mean + k sigma over the window): twice versus half of the k sigma distance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from blueprints.blueprint import AlertRule, Blueprint
+
+INSTANCE = "client-1"
+STEP_S = 15  # input series interval, seconds
+BASELINE_STEP_S = 60
+# Coarser than the rendered 15s to keep hours of history cheap; every for: window is a multiple of it or shorter.
+EVALUATION_INTERVAL = "1m"
+
+
+def counter(segments: list[tuple[float, int]]) -> str:
+    """promtool values for a counter rising by ``inc`` per step for ``n`` steps, segment after segment."""
+    values = [0.0]
+    for inc, n in segments:
+        for _ in range(n):
+            values.append(values[-1] + inc)
+    return " ".join(f"{v:.12g}" for v in values)
+
+
+def series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+    body = ", ".join(f'{k}="{v}"' for k, v in labels.items())
+    return {"series": f"{name}{{{body}}}", "values": values}
+
+
+@dataclass
+class Case:
+    """One alert: input series that fire, series that stay quiet, the alert's labels, when to look."""
+
+    alert: AlertRule
+    firing: list[dict[str, str]]
+    quiet: list[dict[str, str]]
+    labels: dict[str, str]
+    eval_minutes: int
+    interval_s: int = STEP_S
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _minutes(duration: str) -> int:
+    units = {"s": 1 / 60, "m": 1, "h": 60, "d": 1440}
+    return max(1, round(float(duration[:-1]) * units[duration[-1]]))
+
+
+def _steps(minutes: int, step_s: int = STEP_S) -> int:
+    return minutes * 60 // step_s
+
+
+def latency_p99(bp: Blueprint, a: AlertRule) -> Case:
+    bounds = sorted(bp.monitoring.latency_buckets)
+    t = float(f"{a.threshold:.12g}")  # as written into the rule
+    assert t in bounds, f"the p99 target {t} must be a bucket bound of {bounds}"
+    below = max(b for b in bounds if b < t)
+    above = min(b for b in bounds if b > t)
+    total = 1000
+    n = _steps(5 + _minutes(a.for_) + 5)
+
+    def hist(slow_share: float) -> list[dict[str, str]]:
+        slow = total * slow_share
+        out = []
+        for le in [*(f"{b:.12g}" for b in bounds), "+Inf"]:
+            bound = float(le)
+            inc = (total - slow if bound >= below else 0) + (slow if bound >= above else 0)
+            out.append(series("clustersmith_storage_read_latency_seconds_bucket",
+                              {"instance": INSTANCE, "le": le}, f"0+{inc:.12g}x{n}"))
+        return out
+
+    return Case(a, hist(0.02), hist(0.005), {"instance": INSTANCE}, 5 + _minutes(a.for_) + 3)
+
+
+def jitter(bp: Blueprint, a: AlertRule) -> Case:
+    floor = float(a.expr.rsplit(">", 1)[1])
+    mean = 2 * floor
+    block = _steps(5)
+    blocks = (10 + _minutes(a.for_) + 10) // 5
+
+    def reads(amplitude: float) -> list[dict[str, str]]:
+        segments = [(mean * (1 + (amplitude if i % 2 else -amplitude)) * STEP_S, block) for i in range(blocks)]
+        return [series("node_disk_read_bytes_total", {"instance": INSTANCE, "role": "gpu_client",
+                                                      "device": "nvme0n1"}, counter(segments))]
+
+    amp_fire = min(1.0, 2 * a.threshold)
+    return Case(a, reads(amp_fire), reads(a.threshold / 2), {"instance": INSTANCE, "role": "gpu_client"},
+                10 + _minutes(a.for_) + 3)
+
+
+def cache_hit(bp: Blueprint, a: AlertRule) -> Case:
+    n = _steps(5 + _minutes(a.for_) + 5)
+    labels = {"instance": INSTANCE, "lv": "clustersmith-cache"}
+
+    def counters(ratio: float) -> list[dict[str, str]]:
+        per_step = 10000
+        return [series("clustersmith_lvmcache_read_hits_total", labels, f"0+{per_step * ratio:.12g}x{n}"),
+                series("clustersmith_lvmcache_read_misses_total", labels, f"0+{per_step * (1 - ratio):.12g}x{n}")]
+
+    return Case(a, counters(a.threshold - 0.005), counters(a.threshold + 0.005), labels, 5 + _minutes(a.for_) + 3)
+
+
+def path_down(bp: Blueprint, a: AlertRule) -> Case:
+    paths = int(a.threshold)
+    n = _steps(_minutes(a.for_) + 5)
+    subsys = "nqn.2026-11.io.clustersmith:test:hot-1"
+
+    def live(down: int) -> list[dict[str, str]]:
+        return [series("clustersmith_nvme_path_live",
+                       {"instance": INSTANCE, "subsys": subsys, "path": f"nvme{i}", "transport": "rdma",
+                        "address": f"traddr=10.77.{i}.1,trsvcid=4420"}, f"{0 if i < down else 1}x{n}")
+                for i in range(paths)]
+
+    return Case(a, live(1), live(0), {"instance": INSTANCE, "subsys": subsys}, _minutes(a.for_) + 2)
+
+
+def port_down(bp: Blueprint, a: AlertRule) -> Case:
+    n = _steps(_minutes(a.for_) + 5)
+    labels = {"instance": INSTANCE, "device": "rxe0", "port": "1", "netdev": "rail0"}
+
+    def port(value: float) -> list[dict[str, str]]:
+        return [series("clustersmith_rdma_port_active", labels, f"{value:g}x{n}")]
+
+    return Case(a, port(a.threshold - 1), port(a.threshold), labels, _minutes(a.for_) + 2)
+
+
+def baseline(metric: str, labels: dict[str, str]) -> Callable[[Blueprint, AlertRule], Case]:
+    """Twelve hours of history alternating hourly between 0.8 and 1.2 events/s, then a level k sigma apart."""
+
+    def build(bp: Blueprint, a: AlertRule) -> Case:
+        mean, amplitude, hours = 1.0, 0.2, 12
+        sigma = amplitude * mean  # a two-level square wave of +-a has standard deviation a
+        history = [(60 * mean * (1 + (amplitude if h % 2 else -amplitude)), 60) for h in range(hours)]
+        after = _minutes(a.for_) + 10
+
+        def values(distance: float) -> list[dict[str, str]]:
+            level = mean + distance * a.threshold * sigma
+            return [series(metric, labels, counter([*history, (60 * level, after)]))]
+
+        return Case(a, values(2.0), values(0.5), labels, hours * 60 + after - 1, interval_s=BASELINE_STEP_S)
+
+    return build
+
+
+def sm_util(bp: Blueprint, a: AlertRule) -> Case:
+    n = _steps(_minutes(a.for_) + 5)
+    labels = {"instance": INSTANCE, "gpu": "0"}
+
+    def gpu(level: float) -> list[dict[str, str]]:
+        return [series("DCGM_FI_PROF_SM_ACTIVE", labels, f"{level:.12g}x{n}"),
+                series("DCGM_FI_DEV_FB_USED", labels, f"40000x{n}")]
+
+    return Case(a, gpu(a.threshold - 0.005), gpu(a.threshold + 0.005), {"instance": INSTANCE}, _minutes(a.for_) + 3)
+
+
+def serving_p99(bp: Blueprint, a: AlertRule) -> Case:
+    t = a.threshold
+    n = _steps(5 + _minutes(a.for_) + 5)
+
+    def hist(slow_share: float) -> list[dict[str, str]]:
+        total, name = 1000, "serving_request_duration_seconds_bucket"
+        return [series(name, {"le": f"{t:.12g}"}, f"0+{total * (1 - slow_share):.12g}x{n}"),
+                series(name, {"le": f"{2 * t:.12g}"}, f"0+{total}x{n}"),
+                series(name, {"le": "+Inf"}, f"0+{total}x{n}")]
+
+    return Case(a, hist(0.02), hist(0.005), {}, 5 + _minutes(a.for_) + 3)
+
+
+BUILDERS: dict[str, Callable[[Blueprint, AlertRule], Case]] = {
+    "StorageReadLatencyP99High": latency_p99,
+    "StorageThroughputJitterHigh": jitter,
+    "CacheHitRatioLow": cache_hit,
+    "NvmeofPathDown": path_down,
+    "RdmaLinkDown": port_down,
+    "PfcPauseStorm": baseline("clustersmith_pfc_pause_rx_frames_total",
+                              {"instance": INSTANCE, "netdev": "rail0", "priority": "3"}),
+    "CnpRateHigh": baseline("clustersmith_rdma_cnp_sent_total", {"instance": INSTANCE, "device": "mlx5_0",
+                                                                 "port": "1"}),
+    "GpuSmUtilisationLow": sm_util,
+    "ServingLatencyP99High": serving_p99,
+}
+
+
+def cases(bp: Blueprint) -> list[Case]:
+    """A case for every alert of the Blueprint; an alert without a builder is an error, not a gap."""
+    missing = [a.name for a in bp.monitoring.alerts if a.name not in BUILDERS]
+    if missing:
+        raise KeyError(f"no promtool case for alerts {missing}; add one to tests/promtool/cases.py")
+    return [BUILDERS[a.name](bp, a) for a in bp.monitoring.alerts]
+
+
+def test_file(bp: Blueprint, rule_files: list[str], rendered: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The promtool test document: per alert, one test that fires and one that stays quiet.
+
+    ``rendered`` maps alert name to its rule as written in rules/*.yml (labels, annotations), so the
+    expected alert is exactly what the rule files produce.
+    """
+    tests = []
+    for case in cases(bp):
+        rule = rendered[case.alert.name]
+        exp = {"exp_labels": {**case.labels, **rule["labels"]}, "exp_annotations": rule["annotations"]}
+        for inputs, expected in ((case.firing, [exp]), (case.quiet, [])):
+            tests.append({
+                "name": f"{case.alert.name} {'fires' if expected else 'stays quiet'}",
+                "interval": f"{case.interval_s}s",
+                "input_series": inputs,
+                "alert_rule_test": [{"eval_time": f"{case.eval_minutes}m", "alertname": case.alert.name,
+                                     "exp_alerts": expected}],
+            })
+    return {"rule_files": rule_files, "evaluation_interval": EVALUATION_INTERVAL, "tests": tests}

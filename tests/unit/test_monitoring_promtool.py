@@ -1,0 +1,72 @@
+"""The rendered rules pass ``promtool check``, and every alert fires just past its threshold and not before.
+
+The promtool test documents are generated from each example's Blueprint (tests/promtool/cases.py), so
+the thresholds under test are the Blueprint's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from blueprints.render.monitoring import render
+from tests.promtool import cases
+from tests.promtool.support import EXAMPLES, blueprint, require_tool
+
+
+def _rendered(example: Path, folder: Path) -> Path:
+    render(blueprint(example), folder)
+    return folder / "monitoring"
+
+
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_rules_and_config_pass_promtool_check(example: Path, tmp_path: Path) -> None:
+    promtool = require_tool("promtool", "prometheus")
+    out = _rendered(example, tmp_path)
+    rules = sorted(str(p) for p in (out / "rules").glob("*.yml"))
+    assert rules
+    checked = _run([promtool, "check", "rules", *rules], out)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    config = _run([promtool, "check", "config", "prometheus.yml"], out)
+    assert config.returncode == 0, config.stdout + config.stderr
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_every_alert_fires_past_its_threshold_and_not_below(example: Path, tmp_path: Path) -> None:
+    promtool = require_tool("promtool", "prometheus")
+    bp = blueprint(example)
+    out = _rendered(example, tmp_path)
+    rule_files = sorted(str(p.relative_to(out)) for p in (out / "rules").glob("*.yml"))
+    written = {r["alert"]: r for f in rule_files for g in yaml.safe_load((out / f).read_text())["groups"]
+               for r in g["rules"] if "alert" in r}
+    doc = cases.test_file(bp, rule_files, written)
+    assert len(doc["tests"]) == 2 * len(bp.monitoring.alerts)
+    (out / "tests.yml").write_text(yaml.safe_dump(doc, sort_keys=False, width=100000))
+    result = _run([promtool, "test", "rules", "tests.yml"], out)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
+
+
+def test_a_case_that_should_fire_but_is_quiet_fails_promtool(tmp_path: Path) -> None:
+    """The harness can fail: swap firing and quiet inputs of one alert and promtool must object."""
+    promtool = require_tool("promtool", "prometheus")
+    example = next(e for e in EXAMPLES if e.stem == "lab")
+    bp = blueprint(example)
+    out = _rendered(example, tmp_path)
+    rule_files = sorted(str(p.relative_to(out)) for p in (out / "rules").glob("*.yml"))
+    written = {r["alert"]: r for f in rule_files for g in yaml.safe_load((out / f).read_text())["groups"]
+               for r in g["rules"] if "alert" in r}
+    doc = cases.test_file(bp, rule_files, written)
+    first = doc["tests"][0]
+    first["input_series"] = doc["tests"][1]["input_series"]
+    doc["tests"] = [first]
+    (out / "tests.yml").write_text(yaml.safe_dump(doc, sort_keys=False, width=100000))
+    result = _run([promtool, "test", "rules", "tests.yml"], out)
+    assert result.returncode != 0
+    assert first["alert_rule_test"][0]["alertname"] in result.stdout + result.stderr
