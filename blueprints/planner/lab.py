@@ -17,6 +17,7 @@ LAB_MODULES = (
     "nvme", "nvme_core", "nvme_fabrics", "nvme_rdma", "nvme_tcp", "nvmet", "nvmet_rdma", "nvmet_tcp",
     "null_blk", "dm_mod", "dm_cache", "dm_cache_smq", "dm_persistent_data", "dm_bio_prison", "dm_bufio",
     "virtio_net", "virtio_blk", "virtio_pci", "veth",
+    "ext4",  # the tiered file system storage_tiering mounts on the dm-cache volume
 )
 FAST_DISK = 1 << 30
 SLOW_DISK = 4 << 30
