@@ -1,0 +1,146 @@
+"""Renderer: ``ansible/`` — ``group_vars/<group>/<role>.yml``, ``site.yml`` and, off the lab, ``inventory.yml``.
+
+- group_vars hold exactly what each role's ``blueprints.rolevars`` module derives from the Blueprint
+  (only the values it sets; role defaults and per-host facts stay out).
+- site.yml applies the roles in the order of ``PLAYS`` (rdma, pfc_dcqcn, nvmeof, storage_tiering, nccl,
+  monitoring); a role gets a play when ``roles/<name>`` exists in the repository and the Blueprint gives
+  it variables (no ``nvmeof`` play where the cloud provider serves storage). Add a role by adding a row.
+- inventory.yml: on non-lab targets, one host per planned machine with placeholders to fill in
+  (format: ``blueprints/templates/ansible/README.md``). On the lab, ``clustersmith lab up`` writes it
+  with the real ports; a rebuild while that lab runs carries it over instead of dropping it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from blueprints.blueprint import Blueprint
+from blueprints.lab_plan import HostRole
+from blueprints.rolevars import Group, RoleVars, builders
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "ansible"
+ROLES = Path(__file__).resolve().parent.parent.parent / "roles"
+INVENTORY_GROUPS: dict[HostRole, Group] = {
+    "storage_target": "storage_targets",
+    "gpu_client": "gpu_clients",
+    "monitoring": "monitoring",
+}
+
+
+class Play(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str
+    hosts: str
+    title: str
+
+
+PLAYS: tuple[Play, ...] = (
+    Play(role="rdma", hosts="storage_targets:gpu_clients", title="RDMA on every rail"),
+    Play(role="pfc_dcqcn", hosts="storage_targets:gpu_clients", title="Lossless RoCE: PFC and DCQCN"),
+    Play(role="nvmeof", hosts="storage_targets:gpu_clients", title="NVMe-oF targets and multipath hosts"),
+    Play(role="storage_tiering", hosts="gpu_clients", title="Storage tiering on the GPU clients"),
+    Play(role="nccl", hosts="gpu_clients", title="NCCL environment on the GPU clients"),
+    Play(role="monitoring", hosts="all", title="Monitoring"),
+)
+
+
+class PlaceholderRail(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index: int
+    name: str
+    netdev: str
+    address: str | None = None
+    prefix: int | None = None
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+
+
+def group_vars(bp: Blueprint) -> dict[str, dict[Group, RoleVars]]:
+    """role -> group -> variables, for every role module that has something for this Blueprint."""
+    found: dict[str, dict[Group, RoleVars]] = {}
+    for role, build in builders().items():
+        by_group = build(bp)
+        if by_group:
+            found[role] = by_group
+    return found
+
+
+def plays(bp: Blueprint, roles_dir: Path = ROLES) -> list[Play]:
+    """The plays of site.yml: roles present in the repository that the Blueprint gives variables to."""
+    with_vars = group_vars(bp)
+    known = builders()
+    return [p for p in PLAYS
+            if (roles_dir / p.role).is_dir() and (p.role in with_vars or p.role not in known)]
+
+
+def placeholder_rails(count: int) -> list[PlaceholderRail]:
+    return [PlaceholderRail(index=i, name=f"rail{i}", netdev=f"CHANGE_ME_rail{i}_nic") for i in range(count)]
+
+
+def inventory(bp: Blueprint) -> str:
+    """The inventory of a non-lab target: every planned host, with placeholders the user fills in."""
+    groups: dict[Group, list[str]] = {g: [] for g in INVENTORY_GROUPS.values()}
+    for host_group in bp.hosts:
+        names = [f"{host_group.name_prefix}{i + 1}" for i in range(host_group.count)]
+        groups[INVENTORY_GROUPS[host_group.role]] += names
+    rails = {
+        "gpu_clients": placeholder_rails(bp.compute.rails.value),
+        "storage_targets": placeholder_rails(bp.compute.storage_nics),
+    }
+    return _env().get_template("inventory.yml.j2").render(
+        bp=bp, groups=groups,
+        rails={g: [r.model_dump(exclude_none=True) for r in rs] for g, rs in rails.items()},
+        to_yaml=lambda data, indent: _indented_yaml(data, indent),
+    )
+
+
+def _indented_yaml(data: Any, indent: int) -> str:
+    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=110)
+    pad = " " * indent
+    return "\n".join(pad + line if line else line for line in text.rstrip("\n").split("\n"))
+
+
+def _running_lab_inventory(bp: Blueprint, folder: Path) -> Path | None:
+    """The inventory a running lab wrote into the build folder this one replaces (see module doc)."""
+    final = folder.parent / bp.name
+    written = final / "ansible" / "inventory.yml"
+    if (final / "lab" / "state.json").is_file() and written.is_file():
+        return written
+    return None
+
+
+def render(bp: Blueprint, folder: Path) -> list[Path]:
+    out = folder / "ansible"
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    header = f"# Generated by clustersmith from {bp.spec_file} (Blueprint {bp.name}). Do not edit: rebuild.\n"
+    for role, by_group in sorted(group_vars(bp).items()):
+        for group, values in sorted(by_group.items()):
+            path = out / "group_vars" / group / f"{role}.yml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = values.model_dump(mode="json", exclude_unset=True)
+            path.write_text(header + "---\n" + yaml.safe_dump(data, sort_keys=False, width=110), encoding="utf-8")
+            written.append(path)
+    site = out / "site.yml"
+    site.write_text(_env().get_template("site.yml.j2").render(bp=bp, plays=plays(bp)), encoding="utf-8")
+    written.append(site)
+    if bp.lab is None:
+        path = out / "inventory.yml"
+        path.write_text(inventory(bp), encoding="utf-8")
+        written.append(path)
+    else:
+        running = _running_lab_inventory(bp, folder)
+        if running is not None:
+            written.append(Path(shutil.copy2(running, out / "inventory.yml")))
+    return written

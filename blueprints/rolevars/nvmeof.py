@@ -1,0 +1,82 @@
+"""Variables of the ``nvmeof`` role: NVMe-oF subsystems on the storage targets, multipath on the clients.
+
+Each subsystem of the Blueprint is served by one storage target: the host of the storage-target group
+whose node type is the tier's server shape, numbered by the subsystem's node index (``hot-3``,
+``storage-1``). Targets export it on one port per rail; clients connect once per rail.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from blueprints.blueprint import Blueprint, HostGroup, NvmeofSubsystem
+from blueprints.rolevars import Group, RoleVars
+from blueprints.rolevars.rdma import InventoryRail
+
+
+class SubsystemVars(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nqn: str = Field(description="NVMe Qualified Name of the subsystem")
+    tier: str = Field(description="Storage tier the subsystem belongs to")
+    target_host: str = Field(description="Inventory name of the storage target that serves it")
+
+
+class NvmeofVars(RoleVars):
+    ROLE = "nvmeof"
+
+    nvmeof_side: Literal["target", "host"] = Field(
+        description="target: export subsystems through nvmet; host: connect to them with native multipath")
+    nvmeof_transport: Literal["rdma", "tcp"] = Field(description="Fabric transport (storage.nvmeof.transport)")
+    nvmeof_port: int = Field(ge=1, le=65535, description="Transport service id (TCP/RDMA-CM port) of every port")
+    nvmeof_paths_per_subsystem: int = Field(ge=1, description="Paths each client opens per subsystem, one per rail")
+    nvmeof_iopolicy: Literal["numa", "round-robin", "queue-depth"] = Field(
+        description="Native multipath I/O policy of every subsystem")
+    nvmeof_ctrl_loss_tmo: int = Field(ge=-1, description="Seconds a lost controller is retried; -1: forever")
+    nvmeof_reconnect_delay: int = Field(ge=1, description="Seconds between reconnect attempts")
+    nvmeof_fast_io_fail_tmo: int = Field(
+        ge=-1, description="Seconds before I/O on a lost path fails over to the others; -1: off")
+    nvmeof_keep_alive_tmo: int = Field(ge=1, description="Keep-alive timeout in seconds")
+    nvmeof_tos: int = Field(ge=0, le=255, description="IP type of service of the connections (qos.nvmeof_tos)")
+    nvmeof_subsystems: tuple[SubsystemVars, ...] = Field(description="Every subsystem and the target serving it")
+    nvmeof_rails: tuple[InventoryRail, ...] | None = Field(
+        default=None, description="Rail NICs of this host; unset: the inventory's per-host `rails` list")
+    nvmeof_namespace_device: str | None = Field(
+        default=None,
+        description="Target side: block device behind the namespace it serves; unset: the inventory's disks.slow")
+
+
+def target_host(bp: Blueprint, subsystem: NvmeofSubsystem) -> str:
+    """The inventory name of the storage target serving ``subsystem``."""
+    server = next(t.server for t in bp.storage.tiers if t.name == subsystem.tier)
+    groups: list[HostGroup] = [g for g in bp.hosts if g.role == "storage_target" and g.node_type == server]
+    if not groups:
+        raise ValueError(f"Blueprint {bp.name!r}: no storage-target host group of node type {server!r} "
+                         f"serves tier {subsystem.tier!r}")
+    return f"{groups[0].name_prefix}{subsystem.node}"
+
+
+def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
+    plan = bp.storage.nvmeof
+    if plan is None:
+        return {}
+    subsystems = tuple(SubsystemVars(nqn=s.nqn, tier=s.tier, target_host=target_host(bp, s)) for s in plan.subsystems)
+
+    def side(name: Literal["target", "host"]) -> NvmeofVars:
+        return NvmeofVars(
+            nvmeof_side=name,
+            nvmeof_transport=plan.transport,
+            nvmeof_port=plan.port,
+            nvmeof_paths_per_subsystem=plan.paths_per_subsystem.value,
+            nvmeof_iopolicy=plan.iopolicy.value,
+            nvmeof_ctrl_loss_tmo=plan.ctrl_loss_tmo.value,
+            nvmeof_reconnect_delay=plan.reconnect_delay.value,
+            nvmeof_fast_io_fail_tmo=plan.fast_io_fail_tmo.value,
+            nvmeof_keep_alive_tmo=plan.keep_alive_tmo.value,
+            nvmeof_tos=plan.tos,
+            nvmeof_subsystems=subsystems,
+        )
+
+    return {"storage_targets": side("target"), "gpu_clients": side("host")}

@@ -1,0 +1,69 @@
+"""Variables of the ``rdma`` role: RoCE on every rail NIC, from the Blueprint's fabric and NCCL plan.
+
+Also defines the inventory's per-host ``rails`` entry (:class:`InventoryRail`), which every data-path
+role reads: ``clustersmith lab up`` writes it with real names and addresses, the ansible renderer
+writes it with placeholders for non-lab targets.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from blueprints.blueprint import Blueprint
+from blueprints.rolevars import Group, RoleVars
+
+DEFAULT_ROCE_V2_GID_INDEX = 3  # field-numbers 3.3: the RoCE v2 IPv4 GID is usually index 3 on ConnectX
+
+
+class InventoryRail(BaseModel):
+    """One rail NIC of one host, as the inventory's per-host ``rails`` list holds it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index: int = Field(ge=0, description="Rail number, 0-based; paths pair NICs of the same index")
+    name: str = Field(description="Rail name, e.g. rail0")
+    netdev: str = Field(description="Network interface of this rail on the host, e.g. rail0 or ens1f0np0")
+    address: str | None = Field(default=None, description="IPv4 address of the NIC on this rail")
+    prefix: int | None = Field(default=None, ge=0, le=32, description="Prefix length of the rail subnet")
+    cidr: str | None = Field(default=None, description="address/prefix")
+    mtu: int | None = Field(default=None, description="MTU of this NIC; unset: the fabric MTU")
+    mac: str | None = Field(default=None, description="MAC address of the NIC")
+
+
+class RdmaVars(RoleVars):
+    ROLE = "rdma"
+
+    rdma_fabric: Literal["roce", "infiniband"] = Field(description="Fabric kind (fabric.kind)")
+    rdma_soft_roce: bool = Field(
+        description="Create Soft-RoCE (rxe) devices on the rail NICs: the lab, whose NICs have no RDMA engine")
+    rdma_roce_mode: Literal["RoCE v2", "IB/RoCE v1"] = Field(
+        default="RoCE v2", description="Default RoCE mode of RDMA-CM on each rail device (RoCE fabrics)")
+    rdma_gid_index: int = Field(ge=0, description="GID index of the rail's RoCE v2 IPv4 GID (NCCL_IB_GID_INDEX)")
+    rdma_mtu: int = Field(ge=576, le=9216, description="MTU of every rail NIC (fabric.mtu)")
+    rdma_rails: tuple[InventoryRail, ...] | None = Field(
+        default=None, description="Rail NICs of this host; unset: the inventory's per-host `rails` list")
+
+
+def gid_index(bp: Blueprint) -> int:
+    for env in bp.nccl.env:
+        if env.name == "NCCL_IB_GID_INDEX":
+            return int(env.value)
+    return DEFAULT_ROCE_V2_GID_INDEX
+
+
+def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
+    """RoCE and InfiniBand fabrics the cluster runs itself; nothing where the provider owns RDMA (EFA)."""
+    kind = bp.fabric.kind.value
+    if kind == "efa":
+        return {}
+    return {
+        "all": RdmaVars(
+            rdma_fabric=kind,
+            rdma_soft_roce=bp.lab is not None,
+            rdma_roce_mode="RoCE v2",
+            rdma_gid_index=gid_index(bp),
+            rdma_mtu=bp.fabric.mtu.value,
+        )
+    }
