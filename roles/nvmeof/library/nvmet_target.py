@@ -1,0 +1,327 @@
+#!/usr/bin/python3
+"""Export NVMe-oF subsystems through the kernel target (nvmet configfs): namespaces, one port per rail.
+
+Ansible module (``nvmet_target``) and, the same file, the boot-time applier run by
+``clustersmith-nvmet.service``: ``python3 nvmet_target.py --apply /etc/clustersmith/nvmet.json``.
+``read_state`` reads the configfs tree, ``decide`` (pure) lists the steps from it to the wanted state,
+``apply`` takes them. Only the subsystems and ports named here are touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+DOCUMENTATION = r"""
+module: nvmet_target
+short_description: NVMe-oF target subsystems, namespaces and ports through nvmet configfs
+description:
+  - Creates each subsystem with its namespaces, one port per rail (id rail index + 1) on the rail's
+    address, and links every subsystem to every port.
+  - Changes only what differs; returns changed and a diff; supports check mode.
+  - With state absent, unlinks and removes the named subsystems and ports.
+options:
+  subsystems:
+    description: Subsystems, each with nqn and optionally namespaces (nsid, device).
+    type: list
+    elements: dict
+    required: true
+  rails:
+    description: This target's rails (index, name, netdev, address); one port per rail, id index + 1.
+    type: list
+    elements: dict
+    required: true
+  transport:
+    description: rdma or tcp.
+    type: str
+    required: true
+    choices: [rdma, tcp]
+  trsvcid:
+    description: Service id (port number) of every port.
+    type: int
+    required: true
+  namespace_device:
+    description: Block device of namespace 1 of subsystems that list no namespaces.
+    type: str
+  state:
+    description: present or absent.
+    type: str
+    default: present
+    choices: [present, absent]
+author: clustersmith
+"""
+
+CONFIGFS = "/sys/kernel/config/nvmet"
+
+
+class TargetError(Exception):
+    """Input or host state the target cannot be built from; the message names what and what was expected."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Namespace:
+    nsid: int
+    device: str
+    enabled: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Subsystem:
+    nqn: str
+    namespaces: tuple[Namespace, ...]
+    allow_any_host: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Port:
+    id: int
+    trtype: str
+    traddr: str
+    trsvcid: str
+    adrfam: str = "ipv4"
+    subsystems: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    subsystems: dict[str, Subsystem]
+    ports: dict[int, Port]
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    op: str  # mkdir | rmdir | write | link | unlink
+    path: str  # relative to the nvmet configfs root
+    value: str = ""
+
+    def describe(self) -> str:
+        if self.op == "write":
+            return f"{self.path} = {self.value}"
+        if self.op in ("link", "unlink"):
+            return f"{self.op} {self.path} -> {self.value}"
+        return f"{self.op} {self.path}"
+
+
+def parse_wanted(subsystems: list[dict[str, Any]], rails: list[dict[str, Any]], transport: str,
+                 trsvcid: int, namespace_device: str | None = None) -> Target:
+    """Subsystems with their namespaces (by default namespace 1 on ``namespace_device``); one port per rail
+    (port id: rail index + 1), every subsystem on each."""
+    subs: dict[str, Subsystem] = {}
+    for item in subsystems:
+        nqn = str(item["nqn"])
+        if not nqn.startswith("nqn."):
+            raise TargetError(f"subsystem NQN {nqn!r} must start with 'nqn.'")
+        namespaces = []
+        for ns in item.get("namespaces") or [{"nsid": 1, "device": namespace_device}]:
+            device = str(ns.get("device") or "")
+            if not device.startswith("/dev/"):
+                raise TargetError(f"subsystem {nqn}: namespace {ns.get('nsid')} device {device!r} "
+                                  f"is not a /dev path; expected the block device that backs it")
+            namespaces.append(Namespace(nsid=int(ns["nsid"]), device=device))
+        subs[nqn] = Subsystem(nqn=nqn, namespaces=tuple(namespaces))
+    if transport not in ("rdma", "tcp"):
+        raise TargetError(f"transport {transport!r}; expected rdma or tcp")
+    ports: dict[int, Port] = {}
+    for rail in rails:
+        name = rail.get("name", rail.get("index"))
+        try:
+            traddr = str(ipaddress.IPv4Address(str(rail.get("address"))))
+        except ValueError:
+            raise TargetError(f"rail {name} ({rail.get('netdev')}): address {rail.get('address')!r} is not an "
+                              f"IPv4 address; a target needs its address on every rail for that rail's port") from None
+        port = Port(id=int(rail["index"]) + 1, trtype=transport, traddr=traddr, trsvcid=str(trsvcid),
+                    subsystems=tuple(sorted(subs)))
+        ports[port.id] = port
+    return Target(subsystems=subs, ports=ports)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def read_state(root: Path, nqns: list[str], port_ids: list[int]) -> Target:
+    """The named subsystems and ports as configfs holds them now (missing ones are left out)."""
+    subs: dict[str, Subsystem] = {}
+    for nqn in nqns:
+        base = root / "subsystems" / nqn
+        if not base.is_dir():
+            continue
+        namespaces = []
+        ns_root = base / "namespaces"
+        for ns in sorted(ns_root.iterdir() if ns_root.is_dir() else [], key=lambda p: int(p.name)):
+            namespaces.append(Namespace(nsid=int(ns.name), device=_read(ns / "device_path"),
+                                        enabled=_read(ns / "enable") == "1"))
+        subs[nqn] = Subsystem(nqn=nqn, namespaces=tuple(namespaces),
+                              allow_any_host=_read(base / "attr_allow_any_host") == "1")
+    ports: dict[int, Port] = {}
+    for pid in port_ids:
+        base = root / "ports" / str(pid)
+        if not base.is_dir():
+            continue
+        linked = base / "subsystems"
+        ports[pid] = Port(id=pid, trtype=_read(base / "addr_trtype"), traddr=_read(base / "addr_traddr"),
+                          trsvcid=_read(base / "addr_trsvcid"), adrfam=_read(base / "addr_adrfam"),
+                          subsystems=tuple(sorted(p.name for p in linked.iterdir())) if linked.is_dir() else ())
+    return Target(subsystems=subs, ports=ports)
+
+
+def same_device(a: str, b: str) -> bool:
+    return a == b or (bool(a) and bool(b) and os.path.realpath(a) == os.path.realpath(b))
+
+
+def decide(wanted: Target, have: Target) -> list[Step]:
+    """Steps from ``have`` to ``wanted``. Pure. A port's address changes only with no subsystem linked."""
+    steps: list[Step] = []
+    for nqn, sub in wanted.subsystems.items():
+        base = f"subsystems/{nqn}"
+        current = have.subsystems.get(nqn)
+        if current is None:
+            steps.append(Step("mkdir", base))
+        if current is None or not current.allow_any_host:
+            steps.append(Step("write", f"{base}/attr_allow_any_host", "1"))
+        have_ns = {ns.nsid: ns for ns in (current.namespaces if current else ())}
+        for ns in sub.namespaces:
+            path = f"{base}/namespaces/{ns.nsid}"
+            old = have_ns.get(ns.nsid)
+            if old is None:
+                steps.append(Step("mkdir", path))
+            if old is None or not same_device(old.device, ns.device):
+                if old is not None and old.enabled:
+                    steps.append(Step("write", f"{path}/enable", "0"))
+                steps.append(Step("write", f"{path}/device_path", ns.device))
+                steps.append(Step("write", f"{path}/enable", "1"))
+            elif not old.enabled:
+                steps.append(Step("write", f"{path}/enable", "1"))
+    for pid, port in wanted.ports.items():
+        base = f"ports/{pid}"
+        current_port = have.ports.get(pid)
+        linked: tuple[str, ...] = current_port.subsystems if current_port else ()
+        address = {"addr_trtype": port.trtype, "addr_adrfam": port.adrfam, "addr_traddr": port.traddr,
+                   "addr_trsvcid": port.trsvcid}
+        differs = {k: v for k, v in address.items()
+                   if current_port is None or getattr(current_port, k.removeprefix("addr_")) != v}
+        if current_port is None:
+            steps.append(Step("mkdir", base))
+        if differs:
+            for nqn in linked:  # a port is enabled while it has subsystems; its address is then read-only
+                steps.append(Step("unlink", f"{base}/subsystems/{nqn}", f"subsystems/{nqn}"))
+            linked = ()
+            steps += [Step("write", f"{base}/{k}", v) for k, v in differs.items()]
+        for nqn in port.subsystems:
+            if nqn not in linked:
+                steps.append(Step("link", f"{base}/subsystems/{nqn}", f"subsystems/{nqn}"))
+    return steps
+
+
+def decide_absent(wanted: Target, have: Target) -> list[Step]:
+    steps: list[Step] = []
+    for pid in wanted.ports:
+        port = have.ports.get(pid)
+        if port is None:
+            continue
+        ours = [nqn for nqn in port.subsystems if nqn in wanted.subsystems]
+        steps += [Step("unlink", f"ports/{pid}/subsystems/{nqn}", f"subsystems/{nqn}") for nqn in ours]
+        if len(ours) == len(port.subsystems):  # a port other subsystems still use stays
+            steps.append(Step("rmdir", f"ports/{pid}"))
+    for nqn in wanted.subsystems:
+        sub = have.subsystems.get(nqn)
+        if sub is None:
+            continue
+        for ns in sub.namespaces:
+            if ns.enabled:
+                steps.append(Step("write", f"subsystems/{nqn}/namespaces/{ns.nsid}/enable", "0"))
+            steps.append(Step("rmdir", f"subsystems/{nqn}/namespaces/{ns.nsid}"))
+        steps.append(Step("rmdir", f"subsystems/{nqn}"))
+    return steps
+
+
+def apply(root: Path, steps: list[Step]) -> None:
+    for step in steps:
+        path = root / step.path
+        try:
+            if step.op == "mkdir":
+                path.mkdir()
+            elif step.op == "rmdir":
+                path.rmdir()
+            elif step.op == "write":
+                path.write_text(step.value)
+            elif step.op == "link":
+                path.symlink_to(root / step.value)
+            elif step.op == "unlink":
+                path.unlink()
+        except OSError as err:
+            raise TargetError(f"nvmet configfs: {step.describe()} failed: {err.strerror or err}") from None
+
+
+def render(target: Target) -> str:
+    lines = []
+    for nqn, sub in sorted(target.subsystems.items()):
+        lines.append(f"subsystem {nqn} allow_any_host={int(sub.allow_any_host)}")
+        lines += [f"  namespace {ns.nsid} {ns.device} enabled={int(ns.enabled)}" for ns in sub.namespaces]
+    for pid, port in sorted(target.ports.items()):
+        lines.append(f"port {pid} {port.trtype} {port.traddr}:{port.trsvcid} -> {', '.join(port.subsystems) or '-'}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def converge(params: dict[str, Any], check_mode: bool, root: Path = Path(CONFIGFS)) -> dict[str, Any]:
+    wanted = parse_wanted(params["subsystems"], params["rails"], str(params["transport"]), int(params["trsvcid"]),
+                          params.get("namespace_device"))
+    if not root.is_dir():
+        raise TargetError(f"{root} does not exist: load the nvmet module and mount configfs first")
+    if params.get("state", "present") == "present":
+        for sub in wanted.subsystems.values():
+            for ns in sub.namespaces:
+                if not Path(ns.device).exists():
+                    raise TargetError(f"subsystem {sub.nqn}: namespace device {ns.device} does not exist on this "
+                                      f"host; expected the block device that backs it (nvmeof_namespace_device)")
+    have = read_state(root, list(wanted.subsystems), list(wanted.ports))
+    absent = params.get("state") == "absent"
+    steps = decide_absent(wanted, have) if absent else decide(wanted, have)
+    if steps and not check_mode:
+        apply(root, steps)
+    after = Target({}, {}) if absent else wanted
+    return {"changed": bool(steps), "steps": [s.describe() for s in steps],
+            "diff": {"before": render(have), "after": render(after)}}
+
+
+def main() -> None:
+    from ansible.module_utils.basic import AnsibleModule
+
+    module = AnsibleModule(
+        argument_spec={
+            "subsystems": {"type": "list", "elements": "dict", "required": True},
+            "rails": {"type": "list", "elements": "dict", "required": True},
+            "transport": {"type": "str", "required": True, "choices": ["rdma", "tcp"]},
+            "trsvcid": {"type": "int", "required": True},
+            "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
+        },
+        supports_check_mode=True,
+    )
+    try:
+        module.exit_json(**converge(module.params, module.check_mode))
+    except TargetError as err:
+        module.fail_json(msg=str(err))
+
+
+def boot(config: str) -> int:
+    try:
+        result = converge(json.loads(Path(config).read_text()), False)
+    except (OSError, ValueError, TargetError) as err:
+        print(f"clustersmith-nvmet: {err}", file=sys.stderr)
+        return 1
+    print(f"clustersmith-nvmet: {len(result['steps'])} step(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--apply" and os.path.isfile(sys.argv[2]):
+        sys.exit(boot(sys.argv[2]))
+    main()

@@ -1,0 +1,95 @@
+"""rdma_links: what changes on each rail (MTU, rxe device, RoCE mode), and the checks' messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.roles.library import load
+
+rl = load("rdma", "rdma_links.py")
+RAILS = [{"index": 0, "name": "rail0", "netdev": "rail0", "address": "10.77.0.2"},
+         {"index": 1, "name": "rail1", "netdev": "rail1", "address": "10.77.1.2", "mtu": 4200}]
+
+
+def state(devices: dict[str, str | None], mtu: int = 1500, mode: str | None = "RoCE v2",
+          netdevs: tuple[str, ...] = ("lo", "mgmt0", "rail0", "rail1")) -> object:
+    nics = {n: rl.NicState(n, mtu, devices.get(n), mode if devices.get(n) else None)
+            for n in ("rail0", "rail1") if n in netdevs}
+    links = tuple(rl.Link(device=d, port=1, state="ACTIVE", netdev=n) for n, d in devices.items() if d)
+    return rl.HostState(netdevs=netdevs, nics=nics, links=links)
+
+
+def rails() -> list[object]:
+    return rl.parse_rails(RAILS, 1500)
+
+
+def test_a_fresh_lab_host_gets_an_rxe_device_per_rail_and_the_rail_mtu() -> None:
+    actions = rl.decide(rails(), state({}), soft_roce=True, roce_mode="RoCE v2")
+    assert [a.describe() for a in actions] == [
+        "rail0: rdma link add rxe0 type rxe", "rxe0: default_roce_mode RoCE v2",
+        "rail1: mtu 4200", "rail1: rdma link add rxe1 type rxe", "rxe1: default_roce_mode RoCE v2"]
+
+
+def test_a_converged_host_needs_nothing() -> None:
+    done = state({"rail0": "rxe0", "rail1": "rxe1"})
+    done.nics["rail1"] = rl.NicState("rail1", 4200, "rxe1", "RoCE v2")
+    assert rl.decide(rails(), done, soft_roce=True, roce_mode="RoCE v2") == []
+
+
+def test_a_hardware_nic_keeps_its_own_rdma_device() -> None:
+    have = state({"rail0": "mlx5_0", "rail1": "mlx5_1"}, mode="IB/RoCE v1")
+    actions = rl.decide(rails(), have, soft_roce=False, roce_mode="RoCE v2")
+    assert [a.describe() for a in actions] == ["mlx5_0: default_roce_mode RoCE v2", "rail1: mtu 4200",
+                                               "mlx5_1: default_roce_mode RoCE v2"]
+
+
+def test_infiniband_sets_no_roce_mode() -> None:
+    actions = rl.decide(rails(), state({"rail0": "mlx5_0", "rail1": "mlx5_1"}, mtu=4200), soft_roce=False,
+                        roce_mode=None)
+    assert [a.describe() for a in actions] == ["rail0: mtu 1500"]
+
+
+def test_a_rail_nic_missing_from_the_host_is_refused_by_name() -> None:
+    with pytest.raises(rl.RailsError) as caught:
+        rl.decide(rails(), state({}, netdevs=("lo", "mgmt0", "rail0")), soft_roce=True, roce_mode="RoCE v2")
+    assert str(caught.value) == ("rail NIC rail1 (rail rail1) named in the inventory does not exist on this host; "
+                                 "its network interfaces are: lo, mgmt0, rail0")
+
+
+def test_a_nic_without_rdma_needs_soft_roce() -> None:
+    with pytest.raises(rl.RailsError, match="rail NIC rail0 \\(rail rail0\\) has no RDMA device"):
+        rl.decide(rails(), state({}), soft_roce=False, roce_mode="RoCE v2")
+
+
+def test_an_rxe_name_taken_by_another_nic_is_refused() -> None:
+    with pytest.raises(rl.RailsError, match="RDMA device rxe1 already exists on mgmt0, not on rail NIC rail1"):
+        have = state({"rail0": "rxe0"})
+        have = rl.HostState(have.netdevs, have.nics, (*have.links, rl.Link("rxe1", 1, "ACTIVE", "mgmt0")))
+        rl.decide(rails(), have, soft_roce=True, roce_mode="RoCE v2")
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ([], "no rails: the inventory gives this host an empty `rails` list"),
+    ([{"index": 0, "name": "rail0"}], "has no netdev; each rail needs index, name and netdev"),
+    ([RAILS[0], dict(RAILS[1], netdev="rail0")], "rail NIC rail0 is named by more than one rail"),
+    ([RAILS[0], dict(RAILS[1], index=0)], r"rail indexes repeat: \[0, 0\]"),
+    ([dict(RAILS[0], mtu=100)], "rail rail0: mtu 100 is outside 576..9216"),
+])
+def test_bad_rail_lists_say_what_was_expected(raw: list[dict[str, object]], message: str) -> None:
+    with pytest.raises(rl.RailsError, match=message):
+        rl.parse_rails(raw, 1500)
+
+
+def test_the_roce_v2_gid_of_an_ipv4_address_is_its_mapped_ipv6_form() -> None:
+    assert rl.expected_gid("10.77.0.2") == "0000:0000:0000:0000:0000:ffff:0a4d:0002"
+
+
+def test_a_gid_index_pointing_elsewhere_is_reported_with_the_table() -> None:
+    rail = rails()[0]
+    gids = {0: ("fe80:0000:0000:0000:5054:76ff:fe00:0101", "RoCE v2"),
+            1: ("0000:0000:0000:0000:0000:ffff:0a4d:0002", "RoCE v2")}
+    assert rl.check_gid(rail, "rxe0", 1, gids, "RoCE v2") is None
+    message = rl.check_gid(rail, "rxe0", 3, gids, "RoCE v2")
+    assert message is not None
+    assert message.startswith("rxe0 on rail0: GID index 3 is unset, expected 0000:0000:0000:0000:0000:ffff:0a4d:0002")
+    assert "1: 0000:0000:0000:0000:0000:ffff:0a4d:0002 (RoCE v2)" in message
