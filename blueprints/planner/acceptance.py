@@ -16,6 +16,7 @@ from blueprints.blueprint import (
     StoragePlan,
 )
 from blueprints.planner.context import PlanContext
+from blueprints.planner.fio_workloads import plan_scratch, plan_workloads, workload_args
 
 GB = 1e9
 
@@ -36,30 +37,31 @@ def _check(ctx: PlanContext, id: str, tool: str, metric: str, op: str, threshold
 def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan,
                     storage: StoragePlan) -> AcceptancePlan:
     perf = ctx.req.performance.storage
+    workloads = {w.name: w for w in plan_workloads(ctx, compute)}
     checks = [
         _check(ctx, "storage.read_throughput", "fio", "aggregate sequential read bw_bytes across clients",
                ">=", perf.read_throughput.value / GB, "GB/s", ["performance.storage.read_throughput"],
                "acceptance.read_throughput", f"{perf.read_throughput}",
-               args={"rw": "read", "bs": "1M", "iodepth": "32", "direct": "1", "ioengine": "libaio"}),
+               args=workload_args(workloads["seq_read"])),
     ]
     if perf.write_throughput is not None:
         checks.append(_check(ctx, "storage.write_throughput", "fio", "aggregate sequential write bw_bytes",
                              ">=", perf.write_throughput.value / GB, "GB/s",
                              ["performance.storage.write_throughput"], "acceptance.write_throughput",
                              f"{perf.write_throughput}",
-                             args={"rw": "write", "bs": "1M", "iodepth": "32", "direct": "1", "ioengine": "libaio"}))
+                             args=workload_args(workloads["seq_write"])))
     checks += [
         _check(ctx, "storage.latency_p99", "fio", "4k random read clat p99", "<=", perf.latency_p99.value * 1e6,
                "us", ["performance.storage.latency_p99"], "acceptance.latency_p99", f"{perf.latency_p99}",
-               args={"rw": "randread", "bs": "4k", "iodepth": "1", "direct": "1", "ioengine": "libaio"}),
+               args=workload_args(workloads["rand_read_4k"])),
         _check(ctx, "storage.jitter", "fio", "coefficient of variation of per-interval read bandwidth", "<=",
                perf.jitter.value * 100, "%", ["performance.storage.jitter"], "acceptance.jitter_cv",
-               f"bw_dev / bw_mean {perf.jitter}", args={"rw": "read", "bs": "1M", "bwavgtime": "500"}),
+               f"stddev / mean of the summed per-interval bandwidth {perf.jitter}",
+               args={**workload_args(workloads["seq_read"]), "bwavgtime": str(workloads["seq_read"].log_avg_ms)}),
         _check(ctx, "storage.mixed", "fio", "randrw 70/30, 4k-1M: completes without errors", "==", 0, "errors",
                ["performance.storage.read_throughput", "performance.storage.write_throughput"],
                "acceptance.mixed_workload", "the design's mixed workload", performance=False,
-               args={"rw": "randrw", "rwmixread": "70", "bsrange": "4k-1M", "direct": "1", "ioengine": "libaio",
-                     "verify": "crc32c"}),
+               args=workload_args(workloads["mixed"])),
     ]
     nic = next((n for n in ctx.catalog.nics.values() if n.speed.value == compute.rail_speed.value), None)
     if nic is not None:
@@ -103,4 +105,4 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
     checks.append(_check(ctx, "monitoring.targets_up", "prometheus", "share of scrape targets up", ">=", 1.0,
                          "ratio", ["target.provider"], "acceptance.all_targets_up", "every target up",
                          performance=False))
-    return AcceptancePlan(checks=tuple(checks))
+    return AcceptancePlan(checks=tuple(checks), workloads=tuple(workloads.values()), scratch=plan_scratch(ctx))

@@ -1,0 +1,75 @@
+"""The fio workloads acceptance runs on every GPU client at once, and where they may write.
+
+- seq_read (1M sequential read, iodepth 32): aggregate read throughput, and jitter from its bandwidth log;
+- seq_write (1M sequential write): aggregate write throughput;
+- rand_read_4k (4k random read, iodepth 1): p99 completion latency;
+- mixed: the design's mixed workload, randrw 70/30 with 4k-1M blocks, checksummed (verify=crc32c).
+
+One job per GPU (each GPU's data loader reads on its own), each on its own scratch file in the acceptance
+directory on the client's tiered file system; nothing else is written without ``--destructive``.
+"""
+
+from __future__ import annotations
+
+from blueprints.blueprint import ComputePlan, FioWorkload, Provenance, ScratchArea, traced
+from blueprints.planner.context import PlanContext
+from blueprints.units import Size
+
+TIERED_MOUNT = "/mnt/clustersmith"  # where storage_tiering mounts the client's tiered file system
+SCRATCH_DIR = f"{TIERED_MOUNT}/.clustersmith-accept"
+LOG_AVG_MS = 500  # fio's default bwavgtime (field-numbers 2.1)
+SEQ_DEPTH = 32
+SEQ_BS = "1M"
+
+
+def _shape(ctx: PlanContext) -> tuple[int, int, Size, str]:
+    """Measured seconds, ramp seconds, scratch file size per job, and why."""
+    if ctx.is_lab:
+        return 10, 2, Size.parse("64MiB"), "lab: short runs on small files (throughput is emulated)"
+    return 60, 5, Size.parse("4GiB"), "choice: time_based runs loop over the file; 4GiB per job"
+
+
+def plan_workloads(ctx: PlanContext, compute: ComputePlan) -> tuple[FioWorkload, ...]:
+    runtime, ramp, size, why = _shape(ctx)
+    jobs = traced(compute.gpus_per_node, ["compute.accelerator", "compute.gpus"], "acceptance.fio_job_per_gpu",
+                  f"one reader per GPU: {compute.gpus_per_node} GPUs per node")
+    spec = ["target.provider"]
+    runtime_t = traced(runtime, spec, "acceptance.fio_runtime", why)
+    size_t = traced(size, spec, "acceptance.fio_file_size", why)
+    depth = traced(SEQ_DEPTH, ["performance.storage.read_throughput"], "acceptance.fio_queue_depth",
+                   f"{SEQ_DEPTH} outstanding 1M I/Os per job keep a streaming client busy")
+    lat_depth = traced(1, ["performance.storage.latency_p99"], "acceptance.fio_latency_depth",
+                       "one I/O at a time: completion latency without queueing")
+    common = {"numjobs": jobs, "size": size_t, "runtime_s": runtime_t, "ramp_s": ramp, "log_avg_ms": LOG_AVG_MS}
+    workloads = [
+        FioWorkload(name="seq_read", purpose="aggregate sequential read throughput and its jitter", rw="read",
+                    bs=SEQ_BS, iodepth=depth, **common),
+    ]
+    if ctx.req.performance.storage.write_throughput is not None:
+        workloads.append(FioWorkload(name="seq_write", purpose="aggregate sequential write throughput", rw="write",
+                                     bs=SEQ_BS, iodepth=depth, **common))
+    workloads += [
+        FioWorkload(name="rand_read_4k", purpose="4k random read completion latency", rw="randread", bs="4k",
+                    iodepth=lat_depth, **common),
+        FioWorkload(name="mixed", purpose="the design's mixed workload, data verified", rw="randrw",
+                    bs="4k-1M", rwmixread=70, iodepth=depth, verify="crc32c", **common),
+    ]
+    return tuple(workloads)
+
+
+def plan_scratch(ctx: PlanContext) -> tuple[ScratchArea, ...]:
+    return (ScratchArea(kind="directory", path=SCRATCH_DIR, mount=TIERED_MOUNT, role="gpu_client",
+                        derived_from=Provenance(spec=("data.training_set",), rule="acceptance.scratch_on_tiered_fs",
+                                                 formula=f"acceptance writes only its own files in {SCRATCH_DIR}")),)
+
+
+def workload_args(w: FioWorkload) -> dict[str, str]:
+    """The check arguments that name a workload and repeat its shape (for `clustersmith explain`)."""
+    args = {"workload": w.name, "rw": w.rw, "bs" if "-" not in w.bs else "bsrange": w.bs,
+            "iodepth": str(w.iodepth.value), "numjobs": str(w.numjobs.value), "direct": "1" if w.direct else "0",
+            "ioengine": w.ioengine}
+    if w.rwmixread is not None:
+        args["rwmixread"] = str(w.rwmixread)
+    if w.verify:
+        args["verify"] = w.verify
+    return args

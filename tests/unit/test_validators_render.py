@@ -1,0 +1,60 @@
+"""The acceptance renderer: plan.yaml and fio job files that fio itself accepts, shaped by the Blueprint."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from blueprints.loader import load_requirements
+from blueprints.planner import plan
+from blueprints.render import build
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module", params=EXAMPLES, ids=[e.stem for e in EXAMPLES])
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
+    bp = plan(load_requirements(request.param))
+    folder, _ = build(bp, tmp_path_factory.mktemp("out"))
+    return bp, folder
+
+
+def test_plan_lists_every_check_with_threshold_and_provenance(built: tuple[object, Path]) -> None:
+    bp, folder = built
+    data = yaml.safe_load((folder / "acceptance" / "plan.yaml").read_text())
+    assert data["kind"] == "AcceptancePlan" and data["name"] == bp.name  # type: ignore[attr-defined]
+    planned = {c.id: c for c in bp.acceptance.checks}  # type: ignore[attr-defined]
+    assert [c["id"] for c in data["checks"]] == list(planned)
+    for item in data["checks"]:
+        assert item["threshold"] == planned[item["id"]].threshold and item["derived_from"]["spec"]
+        if item["tool"] == "fio":
+            assert (folder / "acceptance" / item["job_file"]).is_file()
+    assert data["scratch"][0]["path"].startswith(data["scratch"][0]["mount"])
+
+
+def test_job_files_carry_the_planned_shape(built: tuple[object, Path]) -> None:
+    bp, folder = built
+    scratch = bp.acceptance.scratch[0].path  # type: ignore[attr-defined]
+    for w in bp.acceptance.workloads:  # type: ignore[attr-defined]
+        text = (folder / "acceptance" / "fio" / f"{w.name}.fio").read_text()
+        assert f"directory={scratch}\n" in text
+        assert f"numjobs={w.numjobs.value}\n" in text and f"iodepth={w.iodepth.value}\n" in text
+        assert f"runtime={w.runtime_s.value}\n" in text and f"size={int(w.size.value.value)}\n" in text
+        assert "direct=1\n" in text and "ioengine=libaio\n" in text
+    mixed = (folder / "acceptance" / "fio" / "mixed.fio").read_text()
+    assert "rw=randrw\n" in mixed and "rwmixread=70\n" in mixed and "bsrange=4k-1M\n" in mixed
+    assert "verify=crc32c\n" in mixed
+
+
+def test_fio_accepts_every_job_file(built: tuple[object, Path]) -> None:
+    _, folder = built
+    assert shutil.which("fio"), "fio is needed (apt-get install fio)"
+    for job in sorted((folder / "acceptance" / "fio").glob("*.fio")):
+        done = subprocess.run(["fio", "--parse-only", str(job)], capture_output=True, text=True, timeout=60,
+                              env={"CLUSTERSMITH_HOST": "client-1", "PATH": "/usr/bin:/bin"})
+        assert done.returncode == 0, f"{job.name}: {done.stderr}"
