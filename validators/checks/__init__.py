@@ -1,0 +1,44 @@
+"""Rules: one function per acceptance check id, turning a results folder into a ``Measurement``.
+
+Each module registers its rules with ``@rule("<check id>")``; ``evaluate`` runs the rule of every check
+the Blueprint plans. A planned check without a rule is a setup error, so a new check cannot pass unseen.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+
+from blueprints.blueprint import Check
+from validators.outcome import Measurement
+from validators.results import Results
+
+Rule = Callable[[Check, Results], Measurement]
+_RULES: dict[str, Rule] = {}
+
+
+def rule(check_id: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        _RULES[check_id] = fn
+        return fn
+
+    return register
+
+
+def rules() -> dict[str, Rule]:
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+    return dict(_RULES)
+
+
+def missing(what: str, where: str) -> Measurement:
+    """No output where the runner (or the person) should have put it."""
+    return Measurement(setup_error=f"no {what} in the results ({where})")
+
+
+def setup_failure(errors: dict[str, str]) -> Measurement | None:
+    """The runner's record of hosts where the tool did not run, as one setup error."""
+    if not errors:
+        return None
+    return Measurement(setup_error="; ".join(f"{host}: {why}" for host, why in sorted(errors.items())))

@@ -1,0 +1,45 @@
+"""Monitoring rules on Prometheus answers: every scrape target up, and the dm-cache read hit ratio."""
+
+from __future__ import annotations
+
+from blueprints.blueprint import Check
+from validators.checks import missing, rule, setup_failure
+from validators.monitoring import parse_targets, parse_vector
+from validators.outcome import Detail, Measurement
+from validators.results import Results
+
+
+@rule("monitoring.targets_up")
+def targets_up(check: Check, results: Results) -> Measurement:
+    failed = setup_failure(results.setup_errors(check.id))
+    if failed is not None:
+        return failed
+    text = results.text("prometheus", "targets.json")
+    if text is None:
+        return missing("Prometheus targets", "prometheus/targets.json")
+    targets = parse_targets(text, str(results.root / "prometheus" / "targets.json"))
+    if targets.up_ratio is None:
+        return Measurement(setup_error="Prometheus has no active scrape targets")
+    details = tuple(Detail(where=f"{t.labels.get('job', '?')} {t.labels.get('instance', t.scrapeUrl)}",
+                           value=1.0 if t.health == "up" else 0.0, unit="up", note=t.lastError)
+                    for t in targets.active)
+    down = [d.where for d in details if not d.value]
+    return Measurement(value=targets.up_ratio, details=details,
+                       notes=(f"down: {', '.join(down)}",) if down else ())
+
+
+@rule("cache.hit_ratio")
+def cache_hit_ratio(check: Check, results: Results) -> Measurement:
+    failed = setup_failure(results.setup_errors(check.id))
+    if failed is not None:
+        return failed
+    text = results.text("prometheus", "cache_hit_ratio.json")
+    if text is None:
+        return missing("answer to the cache hit ratio query", "prometheus/cache_hit_ratio.json")
+    samples = parse_vector(text, str(results.root / "prometheus" / "cache_hit_ratio.json"))
+    if not samples:
+        return Measurement(setup_error="Prometheus has no clustersmith_lvmcache_read_hit_ratio series yet "
+                                       "(exporter not scraped, or no cache)")
+    details = tuple(Detail(where=s.labels.get("instance", "?"), value=s.value, unit="ratio") for s in samples)
+    return Measurement(value=min(s.value for s in samples), details=details,
+                       notes=("the lowest host counts",))

@@ -1,0 +1,20 @@
+"""Bad tool output or a bad results folder: the project's input error, so the CLI exits 2 without a traceback."""
+
+from __future__ import annotations
+
+from blueprints.errors import ClusterSmithError, Problem
+
+
+class ParseError(ClusterSmithError):
+    """A file is not the tool output it should be; each problem names the field, the value and what was expected."""
+
+
+def parse_error(source: str, tool: str, field: str, message: str, value: object = None) -> ParseError:
+    shown = None if value is None else _short(value)
+    return ParseError([Problem(field, message, value=shown)], source, f"not {tool} output")
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    text = text.strip().replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,228 @@
+"""fio: JSON / JSON+ output and bandwidth logs into typed results, and the storage measures taken from them.
+
+- ``parse_fio`` reads ``--output-format=json`` or ``json+``: stand-alone ``jobs[]``, or client/server
+  ``client_stats[]`` whose ``"All clients"`` entry is the aggregate. Text fio writes into the same file
+  ahead of the document (client/server prefixes, verify messages) is skipped; with ``--status-interval``
+  the last document counts. Units as fio writes them: ``bw_bytes`` B/s, ``clat_ns`` ns (field-numbers 2.1).
+- ``parse_bw_log`` reads a ``write_bw_log`` file: ``time (ms), bandwidth (KiB/s), direction, bs, offset``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from validators.errors import parse_error
+
+Direction = Literal["read", "write", "trim"]
+DIRECTIONS: tuple[Direction, ...] = ("read", "write", "trim")
+AGGREGATE = "All clients"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class ClatNs(_Frozen):
+    min: float
+    max: float
+    mean: float
+    stddev: float
+    percentile: dict[str, float] = Field(default_factory=dict, description='"99.000000" -> ns')
+    bins: dict[str, int] = Field(default_factory=dict, description="json+ only: latency ns -> I/O count")
+
+    def at(self, pct: float) -> float | None:
+        """The ``pct`` percentile in ns, if fio reported it."""
+        for key, value in self.percentile.items():
+            if math.isclose(float(key), pct):
+                return value
+        return None
+
+
+class FioDirection(_Frozen):
+    io_bytes: int
+    bw_bytes: int = Field(description="B/s")
+    iops: float
+    runtime: int = Field(description="ms")
+    total_ios: int
+    clat_ns: ClatNs | None = None
+    bw_mean: float = Field(default=0.0, description="KiB/s, mean of the per-interval samples")
+    bw_dev: float = Field(default=0.0, description="KiB/s, standard deviation of the per-interval samples")
+    bw_samples: int = 0
+
+
+class FioJob(_Frozen):
+    jobname: str
+    groupid: int = 0
+    error: int = Field(description="errno of the first error, 0 when none")
+    hostname: str | None = Field(default=None, description="client/server: the server")
+    port: int | None = None
+    read: FioDirection
+    write: FioDirection
+    trim: FioDirection | None = None
+
+    def direction(self, name: Direction) -> FioDirection | None:
+        return getattr(self, name)  # type: ignore[no-any-return]
+
+
+class FioRun(_Frozen):
+    """One fio output document."""
+
+    source: str
+    version: str
+    jobs: tuple[FioJob, ...] = Field(description="Stand-alone jobs, or the clients' entries in client/server mode")
+    aggregate: FioJob | None = Field(default=None, description='client/server: the "All clients" entry')
+    client_server: bool = False
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for j in self.jobs if j.error != 0)
+
+    def bw_bytes(self, direction: Direction) -> float:
+        """Bandwidth of the whole run: the aggregate when fio gives one, else the sum of the jobs."""
+        if self.aggregate is not None:
+            d = self.aggregate.direction(direction)
+            return float(d.bw_bytes) if d else 0.0
+        return float(sum(d.bw_bytes for j in self.jobs if (d := j.direction(direction)) is not None))
+
+
+def _document(text: str, source: str) -> dict[str, object]:
+    """The last complete JSON document in ``text``. fio's own messages may precede it, even on the same line as
+    its opening brace (stderr and the JSON share the --output file), so it starts at the brace before the
+    first ``"fio version"`` key, else at the first line that opens an object."""
+    key = text.find('"fio version"')
+    start = text.rfind("{", 0, key) if key != -1 else next(
+        (m.start() for m in re.finditer(r"(?m)^\{", text)), -1)
+    if start == -1:
+        raise parse_error(source, "fio", "(document)", "expected fio JSON output (--output-format=json or json+)",
+                          text[:60] or "an empty file")
+    decoder = json.JSONDecoder()
+    docs: list[object] = []
+    pos = start
+    while pos < len(text):
+        pos = text.find("{", pos)
+        if pos == -1:
+            break
+        try:
+            doc, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            if docs:
+                break  # a run cut short after complete status documents: keep the last complete one
+            raise parse_error(source, "fio", f"(line {exc.lineno})", f"invalid JSON: {exc.msg}") from None
+        docs.append(doc)
+    last = docs[-1] if docs else None
+    if not isinstance(last, dict):
+        raise parse_error(source, "fio", "(document)", "expected a JSON object")
+    return last
+
+
+def parse_fio(text: str, source: str = "<fio>") -> FioRun:
+    doc = _document(text, source)
+    if "jobs" in doc:
+        key, raw = "jobs", doc["jobs"]
+    elif "client_stats" in doc:
+        key, raw = "client_stats", doc["client_stats"]
+    else:
+        raise parse_error(source, "fio", "jobs", "expected a jobs[] (stand-alone) or client_stats[] (client/server) "
+                          "array", ", ".join(sorted(doc)) or "no keys")
+    if not isinstance(raw, list) or not raw:
+        raise parse_error(source, "fio", key, "expected a non-empty array of jobs", raw)
+    jobs = []
+    for i, item in enumerate(raw):
+        try:
+            jobs.append(FioJob.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in (key, i, *first["loc"]))
+            raise parse_error(source, "fio", where, f"{first['msg'].lower()}", first.get("input")) from None
+    aggregate = next((j for j in jobs if j.jobname == AGGREGATE), None)
+    return FioRun(source=source, version=str(doc.get("fio version", "")),
+                  jobs=tuple(j for j in jobs if j.jobname != AGGREGATE), aggregate=aggregate,
+                  client_server=key == "client_stats")
+
+
+class BwSample(_Frozen):
+    t_ms: int
+    kib_s: int = Field(description="KiB/s averaged over the log interval")
+    direction: int = Field(description="0 read, 1 write, 2 trim")
+
+
+def parse_bw_log(text: str, source: str = "<bw log>") -> tuple[BwSample, ...]:
+    samples = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.split(",")]
+        try:
+            if len(fields) < 3:
+                raise ValueError
+            samples.append(BwSample(t_ms=int(fields[0]), kib_s=int(fields[1]), direction=int(fields[2])))
+        except ValueError:
+            raise parse_error(source, "fio bandwidth log", f"line {n}",
+                              "expected 'time_ms, KiB/s, direction, bs, offset'", line) from None
+    return tuple(samples)
+
+
+# measures -----------------------------------------------------------------------------------------
+
+
+def merged_percentile(runs: Iterable[FioRun], direction: Direction, pct: float) -> float | None:
+    """The ``pct`` completion-latency percentile (ns) over every job of every run, from json+ bins."""
+    counts: dict[float, int] = defaultdict(int)
+    for run in runs:
+        for job in run.jobs:
+            d = job.direction(direction)
+            if d is None or d.clat_ns is None or not d.clat_ns.bins:
+                return None
+            for bin_ns, count in d.clat_ns.bins.items():
+                counts[float(bin_ns)] += count
+    total = sum(counts.values())
+    if total == 0:
+        return None
+    rank = math.ceil(total * pct / 100.0)
+    seen = 0
+    for ns in sorted(counts):
+        seen += counts[ns]
+        if seen >= rank:
+            return ns
+    return max(counts)
+
+
+def worst_percentile(runs: Iterable[FioRun], direction: Direction, pct: float) -> float | None:
+    """The highest per-job ``pct`` percentile (ns) fio reported, when no bins can be merged."""
+    values = [v for run in runs for j in run.jobs
+              if (d := j.direction(direction)) is not None and d.clat_ns is not None
+              and (v := d.clat_ns.at(pct)) is not None]
+    return max(values) if values else None
+
+
+def interval_series(logs: Iterable[tuple[BwSample, ...]], direction: int,
+                    interval_ms: int) -> list[tuple[float, float]]:
+    """Summed bandwidth (B/s) per log interval over several job logs: (seconds, B/s), only for intervals
+    every log covers, so a job that started late or ended early does not fake a dip."""
+    per_log: list[dict[int, float]] = []
+    for samples in logs:
+        buckets: dict[int, float] = {}
+        for s in samples:
+            if s.direction == direction:
+                buckets[round(s.t_ms / interval_ms)] = buckets.get(round(s.t_ms / interval_ms), 0.0) + s.kib_s * 1024.0
+        per_log.append(buckets)
+    if not per_log:
+        return []
+    common = set(per_log[0]).intersection(*per_log[1:])
+    return [(b * interval_ms / 1000.0, sum(p[b] for p in per_log)) for b in sorted(common)]
+
+
+def coefficient_of_variation(values: list[float]) -> float | None:
+    """Population standard deviation over mean, in percent; None below two samples or a zero mean."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    return statistics.pstdev(values) / mean * 100.0 if mean else None

@@ -1,0 +1,209 @@
+"""nccl-tests (``all_reduce_perf`` and friends): text and JSON output into typed results.
+
+Text: the table is read by its header, so every layout parses: the current one
+(``size count type redop root | time algbw busbw #wrong`` twice), the older one without ``root`` whose
+``error`` column holds a float, the oldest without ``redop``, and the per-iteration (``-I``) and bitwise
+columns. ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are stripped and interleaved ``NCCL INFO``
+lines skipped. JSON (``-J``): the ``results[]`` the writer in nccl-tests' ``src/util.cu`` emits, with
+``*_per_iter`` timing when run with ``-I``. GB/s here is 10^9 B/s, as nccl-tests computes it.
+
+The footer's "Avg bus bandwidth" averages every size of the sweep (small ones included), so it is kept
+for reference only; the check reads busbw at the large sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from validators.errors import parse_error
+
+TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")
+HEADER_WORDS = {"size", "count", "busbw"}
+BLOCK_NAMES = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "busbw", "#wrong": "wrong",
+               "error": "wrong", "#bitdiff": "bitdiff", "i_min": "iter_min_us", "i_max": "iter_max_us",
+               "i_p99": "iter_p99_us", "i_cv%": "iter_cv_pct"}
+DEFAULT_HEADERS = {  # when a file carries rows but no header: column count -> the layout's header
+    13: "size count type redop root time algbw busbw #wrong time algbw busbw #wrong",
+    12: "size count type redop time algbw busbw error time algbw busbw error",
+    11: "size count type time algbw busbw error time algbw busbw error",
+}
+Layout = Literal["current", "old", "oldest", "json"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class NcclBlock(_Frozen):
+    """One half of a row: out-of-place or in-place."""
+
+    time_us: float
+    algbw: float = Field(description="GB/s (10^9 B/s)")
+    busbw: float = Field(description="GB/s (10^9 B/s)")
+    wrong: float | None = Field(default=None, description="#wrong elements (current), max error (old); None: N/A")
+    iter_cv_pct: float | None = Field(default=None, description="-I: coefficient of variation of iteration times")
+    iter_p99_us: float | None = None
+    times_us: tuple[float, ...] = Field(default=(), description="JSON -I: every iteration's time")
+
+
+class NcclRow(_Frozen):
+    size: int = Field(description="bytes")
+    count: int
+    type: str
+    redop: str | None = None
+    root: int | None = None
+    out_of_place: NcclBlock | None
+    in_place: NcclBlock | None
+
+
+class NcclRun(_Frozen):
+    source: str
+    layout: Layout
+    rows: tuple[NcclRow, ...]
+    ranks: int | None = Field(default=None, description="Ranks listed in the device report")
+    avg_busbw: float | None = Field(default=None, description='Footer "Avg bus bandwidth" (whole sweep)')
+    out_of_bounds: int | None = None
+
+    def large(self, min_bytes: int) -> tuple[NcclRow, ...]:
+        return tuple(r for r in self.rows if r.size >= min_bytes)
+
+
+def _number(token: str) -> float | None:
+    return None if token in ("N/A", "nan", "-nan") else float(token)
+
+
+def _block(names: list[str], tokens: list[str], source: str, line: int) -> NcclBlock:
+    values: dict[str, float | None] = {}
+    for name, token in zip(names, tokens, strict=True):
+        key = BLOCK_NAMES.get(name)
+        if key is None:
+            continue
+        try:
+            values[key] = _number(token)
+        except ValueError:
+            raise parse_error(source, "nccl-tests", f"line {line}: {name}", "expected a number", token) from None
+    return NcclBlock.model_validate(values)
+
+
+def _layout(header: list[str]) -> Layout:
+    if "root" in header:
+        return "current"
+    return "old" if "redop" in header else "oldest"
+
+
+def _row(header: list[str], tokens: list[str], source: str, line: int) -> NcclRow:
+    first_time = next(i for i, h in enumerate(header) if h in ("time", "cputime"))
+    ident, rest = header[:first_time], header[first_time:]
+    width = next((i for i, h in enumerate(rest[1:], start=1) if h in ("time", "cputime")), len(rest))
+    block_names = rest[:width]
+    if len(tokens) != len(ident) + 2 * width:
+        raise parse_error(source, "nccl-tests", f"line {line}",
+                          f"expected {len(ident) + 2 * width} columns as the header names, got {len(tokens)}",
+                          " ".join(tokens))
+    fields = dict(zip(ident, tokens[: len(ident)], strict=True))
+    try:
+        size, count = int(fields["size"]), int(fields["count"])
+        root = int(fields["root"]) if "root" in fields else None
+    except ValueError:
+        raise parse_error(source, "nccl-tests", f"line {line}", "expected integer size, count and root",
+                          " ".join(tokens)) from None
+    oop = tokens[len(ident): len(ident) + width]
+    ip = tokens[len(ident) + width:]
+    return NcclRow(size=size, count=count, type=fields.get("type", ""), redop=fields.get("redop"), root=root,
+                   out_of_place=_block(block_names, oop, source, line), in_place=_block(block_names, ip, source, line))
+
+
+def parse_nccl_text(text: str, source: str = "<nccl-tests>") -> NcclRun:
+    header: list[str] | None = None
+    rows: list[NcclRow] = []
+    ranks = 0
+    avg = oob = None
+    for n, raw in enumerate(text.splitlines(), start=1):
+        line = TAG.sub("", raw).strip()
+        if line.startswith("#"):
+            words = line.lstrip("#").split()
+            if set(words) >= HEADER_WORDS:
+                header = words
+            elif words[:1] == ["Rank"]:
+                ranks += 1
+            elif line.startswith("# Avg bus bandwidth"):
+                avg = float(line.split(":", 1)[1].split()[0])
+            elif line.startswith("# Out of bounds values"):
+                oob = int(line.split(":", 1)[1].split()[0])
+            continue
+        tokens = line.split()
+        if len(tokens) < 2 or not tokens[0].isdigit() or not tokens[1].isdigit():
+            continue  # NCCL INFO lines, blank lines, launcher noise: a row starts with size and count
+        if header is None:
+            known = DEFAULT_HEADERS.get(len(tokens))
+            if known is None:
+                raise parse_error(source, "nccl-tests", f"line {n}", "a data row before any header, with a column "
+                                  f"count of no known layout ({', '.join(map(str, sorted(DEFAULT_HEADERS)))})",
+                                  line)
+            header = known.split()
+        rows.append(_row(header, tokens, source, n))
+    if not rows:
+        raise parse_error(source, "nccl-tests", "(document)", "expected a results table (a '#  size  count ... busbw' "
+                          "header and data rows)", text[:60] or "an empty file")
+    assert header is not None
+    return NcclRun(source=source, layout=_layout(header), rows=tuple(rows), ranks=ranks or None, avg_busbw=avg,
+                   out_of_bounds=oob)
+
+
+def _json_block(raw: object, per_iter: object, source: str, where: str) -> NcclBlock | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise parse_error(source, "nccl-tests JSON", where, "expected an object or null", raw)
+    values = {"time_us": raw.get("time", raw.get("cpu_time")), "algbw": raw.get("alg_bw"),
+              "busbw": raw.get("bus_bw"), "wrong": raw.get("nwrong")}
+    if isinstance(per_iter, dict):
+        values.update(iter_cv_pct=per_iter.get("cv_pct"), iter_p99_us=per_iter.get("p99_us"),
+                      times_us=tuple(per_iter.get("times_us", ())))
+    for key in ("time_us", "algbw", "busbw"):
+        if not isinstance(values[key], int | float):
+            name = {"time_us": "time", "algbw": "alg_bw", "busbw": "bus_bw"}[key]
+            raise parse_error(source, "nccl-tests JSON", f"{where}.{name}", "expected a number", values[key])
+    return NcclBlock.model_validate(values)
+
+
+def parse_nccl_json(text: str, source: str = "<nccl-tests.json>") -> NcclRun:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise parse_error(source, "nccl-tests JSON", f"(line {exc.lineno})", f"invalid JSON: {exc.msg}") from None
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(results, list) or not results:
+        raise parse_error(source, "nccl-tests JSON", "results", "expected a non-empty results[] array (-J output)",
+                          results)
+    rows = []
+    for i, item in enumerate(results):
+        where = f"results.{i}"
+        if not isinstance(item, dict) or not isinstance(item.get("size"), int):
+            raise parse_error(source, "nccl-tests JSON", f"{where}.size", "expected an integer size in bytes",
+                              item.get("size") if isinstance(item, dict) else item)
+        root = str(item.get("root", "")).strip()
+        rows.append(NcclRow(
+            size=item["size"], count=int(item.get("count", 0)), type=str(item.get("type", "")),
+            redop=item.get("redop"), root=int(root) if root.lstrip("-").isdigit() else None,
+            out_of_place=_json_block(item.get("out_of_place"), item.get("out_of_place_per_iter"), source,
+                                     f"{where}.out_of_place"),
+            in_place=_json_block(item.get("in_place"), item.get("in_place_per_iter"), source, f"{where}.in_place"),
+        ))
+    config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+    devices = doc.get("devices", config.get("devices"))
+    avg = doc.get("average_bus_bandwidth")
+    oob = doc.get("out_of_bounds")
+    return NcclRun(source=source, layout="json", rows=tuple(rows),
+                   ranks=len(devices) if isinstance(devices, list) else None,
+                   avg_busbw=avg.get("bandwidth") if isinstance(avg, dict) else None,
+                   out_of_bounds=oob.get("count") if isinstance(oob, dict) else None)
+
+
+def parse_nccl(text: str, source: str = "<nccl-tests>") -> NcclRun:
+    """JSON when the file is a JSON object, else the text table."""
+    return parse_nccl_json(text, source) if text.lstrip().startswith("{") else parse_nccl_text(text, source)

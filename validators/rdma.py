@@ -1,0 +1,154 @@
+"""perftest (``ib_write_bw``, ``ib_read_lat`` and their siblings): text output into typed results.
+
+perftest prints a banner (test name, device, link type, QPs), then one results table between dashed
+lines. Bandwidth tables: ``#bytes #iterations BW peak[..] BW average[..] MsgRate[Mpps]``, the unit in the
+brackets (``Gb/sec`` with ``--report_gbits``, else ``MB/sec``, perftest's MB being 2^20 bytes). Latency
+tables: ``#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% percentile 99.9% percentile``, in usec.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from validators.errors import parse_error
+
+BW_COLUMN = re.compile(r"(#bytes|#iterations|BW peak\[([^\]]+)\]|BW average\[([^\]]+)\]|MsgRate\[Mpps\])")
+LAT_COLUMN = re.compile(r"(#bytes|#iterations|t_min\[usec\]|t_max\[usec\]|t_typical\[usec\]|t_avg\[usec\]"
+                        r"|t_stdev\[usec\]|99% percentile\[usec\]|99\.9% percentile\[usec\])")
+LAT_KEYS = {"#bytes": "bytes", "#iterations": "iterations", "t_min[usec]": "t_min_us", "t_max[usec]": "t_max_us",
+            "t_typical[usec]": "t_typical_us", "t_avg[usec]": "t_avg_us", "t_stdev[usec]": "t_stdev_us",
+            "99% percentile[usec]": "p99_us", "99.9% percentile[usec]": "p99_9_us"}
+TO_GBIT = {"Gb/sec": 1.0, "MB/sec": 8 * 1048576 / 1e9, "MiB/sec": 8 * 1048576 / 1e9}
+BANNER = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z ]*?)\s*:\s*(?P<value>\S+)")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Banner(_Frozen):
+    test: str = Field(description="e.g. RDMA_Write BW Test")
+    device: str | None = None
+    link_type: str | None = None
+    qps: int | None = None
+    connection: str | None = None
+
+
+class BwRow(_Frozen):
+    bytes: int
+    iterations: int
+    peak_gbit: float = Field(description="Gb/s")
+    average_gbit: float = Field(description="Gb/s")
+    msg_rate_mpps: float
+
+
+class PerftestBw(_Frozen):
+    source: str
+    banner: Banner
+    rows: tuple[BwRow, ...]
+
+    @property
+    def average_gbit(self) -> float:
+        """The average bandwidth of the largest message size measured."""
+        return max(self.rows, key=lambda r: r.bytes).average_gbit
+
+
+class LatRow(_Frozen):
+    bytes: int
+    iterations: int
+    t_min_us: float
+    t_max_us: float
+    t_typical_us: float
+    t_avg_us: float
+    t_stdev_us: float | None = None
+    p99_us: float | None = None
+    p99_9_us: float | None = None
+
+
+class PerftestLat(_Frozen):
+    source: str
+    banner: Banner
+    rows: tuple[LatRow, ...]
+
+
+def _banner(lines: list[str]) -> Banner:
+    test = next((ln.strip() for ln in lines if ln.strip().endswith("Test")), "")
+    found: dict[str, str] = {}
+    for line in lines:
+        for part in line.split("\t"):
+            m = BANNER.match(part)
+            if m:
+                found.setdefault(m.group("key").strip(), m.group("value"))
+    qps = found.get("Number of qps")
+    return Banner(test=test, device=found.get("Device"), link_type=found.get("Link type"),
+                  qps=int(qps) if qps and qps.isdigit() else None, connection=found.get("Connection type"))
+
+
+def _table(text: str, source: str, tool: str, first: str) -> tuple[list[str], str, list[list[str]]]:
+    """The banner lines, the header line and the data rows that follow it."""
+    lines = text.splitlines()
+    at = next((i for i, ln in enumerate(lines) if ln.strip().startswith(first)), None)
+    if at is None:
+        raise parse_error(source, tool, "(document)", f"expected a results table starting with {first!r}",
+                          text.strip().splitlines()[-1] if text.strip() else "an empty file")
+    rows: list[list[str]] = []
+    for line in lines[at + 1:]:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("-"):
+            if rows:
+                break
+            continue
+        if not stripped[0].isdigit():
+            break
+        rows.append(stripped.split())
+    if not rows:
+        raise parse_error(source, tool, "(table)", "expected at least one result row under the header",
+                          lines[at].strip())
+    return lines[:at], lines[at], rows
+
+
+def parse_perftest_bw(text: str, source: str = "<ib_write_bw>") -> PerftestBw:
+    banner_lines, header, raw_rows = _table(text, source, "perftest bandwidth", "#bytes")
+    columns = [m.group(1) for m in BW_COLUMN.finditer(header)]
+    units = {m.group(2) or m.group(3) for m in BW_COLUMN.finditer(header) if m.group(2) or m.group(3)}
+    if len(columns) != 5 or len(units) != 1:
+        raise parse_error(source, "perftest bandwidth", "(header)",
+                          "expected '#bytes #iterations BW peak[unit] BW average[unit] MsgRate[Mpps]'", header)
+    unit = units.pop()
+    if unit not in TO_GBIT:
+        raise parse_error(source, "perftest bandwidth", "(header)", f"expected a bandwidth unit of "
+                          f"{', '.join(TO_GBIT)}", unit)
+    rows = []
+    for n, fields in enumerate(raw_rows, start=1):
+        try:
+            if len(fields) != 5:
+                raise ValueError
+            rows.append(BwRow(bytes=int(fields[0]), iterations=int(fields[1]),
+                              peak_gbit=float(fields[2]) * TO_GBIT[unit], average_gbit=float(fields[3]) * TO_GBIT[unit],
+                              msg_rate_mpps=float(fields[4])))
+        except ValueError:
+            raise parse_error(source, "perftest bandwidth", f"row {n}", "expected 5 numbers as the header names",
+                              " ".join(fields)) from None
+    return PerftestBw(source=source, banner=_banner(banner_lines), rows=tuple(rows))
+
+
+def parse_perftest_lat(text: str, source: str = "<ib_read_lat>") -> PerftestLat:
+    banner_lines, header, raw_rows = _table(text, source, "perftest latency", "#bytes")
+    keys = [LAT_KEYS[m.group(1)] for m in LAT_COLUMN.finditer(header)]
+    if keys[:6] != ["bytes", "iterations", "t_min_us", "t_max_us", "t_typical_us", "t_avg_us"]:
+        raise parse_error(source, "perftest latency", "(header)",
+                          "expected '#bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec] ...'",
+                          header)
+    rows = []
+    for n, fields in enumerate(raw_rows, start=1):
+        if len(fields) != len(keys):
+            raise parse_error(source, "perftest latency", f"row {n}",
+                              f"expected {len(keys)} numbers as the header names", " ".join(fields))
+        try:
+            rows.append(LatRow.model_validate({k: float(v) if k not in ("bytes", "iterations") else int(v)
+                                               for k, v in zip(keys, fields, strict=True)}))
+        except ValueError:
+            raise parse_error(source, "perftest latency", f"row {n}", "expected numbers", " ".join(fields)) from None
+    return PerftestLat(source=source, banner=_banner(banner_lines), rows=tuple(rows))
