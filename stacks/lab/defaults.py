@@ -7,19 +7,14 @@ disk for tiering. Memory and CPU sizes are the smallest measured to boot reliabl
 from __future__ import annotations
 
 from blueprints.lab_plan import LabDisk, LabHost, LabImage, LabPlan, LabRail
+from blueprints.planner.lab import LAB_MODULES, LAB_PACKAGES, LAB_SUITE
 
 GIB = 1024**3
 
-PACKAGES = (
-    "rdma-core", "ibverbs-utils", "ibverbs-providers", "rdmacm-utils", "perftest", "infiniband-diags",
-    "nvme-cli", "fio", "lvm2", "python3", "openssh-server", "prometheus", "prometheus-node-exporter",
-    "iproute2", "iputils-ping", "procps", "kmod", "ethtool",
-)  # fmt: skip
-KERNEL_MODULES = (
-    "rdma_rxe", "ib_core", "ib_uverbs", "ib_umad", "rdma_cm", "rdma_ucm", "nvme_core", "nvme_fabrics",
-    "nvme_rdma", "nvme_tcp", "nvmet", "nvmet_rdma", "nvmet_tcp", "null_blk", "dm_mod", "dm_cache",
-    "dm_cache_smq", "dm_multipath", "dm_round_robin",
-)  # fmt: skip
+# The planner's image for the lab target, so the lab tier, the molecule scenarios and
+# `clustersmith build examples/lab.yaml` share one cached image instead of building one each.
+PACKAGES = LAB_PACKAGES
+KERNEL_MODULES = LAB_MODULES
 
 
 def default_plan(client_memory_mib: int = 1536, target_memory_mib: int = 2048) -> LabPlan:
@@ -34,5 +29,5 @@ def default_plan(client_memory_mib: int = 1536, target_memory_mib: int = 2048) -
             LabRail(index=0, name="rail0", subnet="10.77.0.0/24", mtu=1500),
             LabRail(index=1, name="rail1", subnet="10.77.1.0/24", mtu=1500),
         ),
-        image=LabImage(suite="bookworm", packages=PACKAGES, kernel_modules=KERNEL_MODULES),
+        image=LabImage(suite=LAB_SUITE, packages=PACKAGES, kernel_modules=KERNEL_MODULES),
     )

@@ -89,10 +89,15 @@ def inputs_for(image: LabImage, package: kernel.KernelPackage) -> ImageInputs:
 
 
 @contextmanager
-def _locked(root: Path) -> Iterator[None]:
+def _locked(root: Path, progress: Progress) -> Iterator[None]:
+    """One image build at a time per cache (two debootstraps on two cores gain nothing)."""
     root.mkdir(parents=True, exist_ok=True)
     with (root / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(ProgressEvent("image", f"waiting for another image build in {root}"))
+            fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -120,7 +125,7 @@ def ensure(image: LabImage, progress: Progress = log_progress, root: Path | None
     if cached:
         progress(ProgressEvent("image", f"cached {final}", done=True))
         return cached
-    with _locked(root):
+    with _locked(root, progress):
         cached = load(final)  # another process may have built it while we waited
         if cached:
             progress(ProgressEvent("image", f"cached {final}", done=True))

@@ -38,7 +38,7 @@ def free_ports(count: int) -> list[int]:
 
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """While ``up`` runs, SIGTERM unwinds like Ctrl-C, so the half-built lab is torn down."""
+    """While ``up`` runs, SIGTERM and SIGHUP unwind like Ctrl-C, so the half-built lab is torn down."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -46,11 +46,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class Lab:

@@ -103,11 +103,12 @@ def customize(root: Path) -> None:
     sbin.chmod(0o755)
     unit = root / "etc/systemd/system/clustersmith-lab-init.service"
     unit.write_bytes(guest_file("clustersmith-lab-init.service"))
-    wants = root / "etc/systemd/system/multi-user.target.wants"
+    wants = root / "etc/systemd/system/sysinit.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
     link = wants / "clustersmith-lab-init.service"
     link.unlink(missing_ok=True)
     link.symlink_to("/etc/systemd/system/clustersmith-lab-init.service")
+    (root / "etc/modules-load.d/clustersmith-lab.conf").write_bytes(guest_file("modules-load.conf"))
     (root / "etc/ssh/sshd_config.d").mkdir(parents=True, exist_ok=True)
     (root / "etc/ssh/sshd_config.d/lab.conf").write_bytes(guest_file("sshd-lab.conf"))
     for key in (root / "etc/ssh").glob("ssh_host_*"):

@@ -15,7 +15,11 @@ from stacks.lab.state import HostState, LabState, SwitchState
 
 # quiet boot; predictable names off (the guest renames NICs by MAC); no CPU bug mitigations,
 # which only slow an emulated guest that runs nothing untrusted.
-BASE_APPEND = ("console=ttyS0", "quiet", "net.ifnames=0", "mitigations=off", "panic=-1")
+BASE_APPEND = (
+    "console=ttyS0", "quiet", "net.ifnames=0", "mitigations=off", "panic=-1",
+    # a TCG guest on a busy 2-core host can take minutes over a unit; systemd's 90 s would fail it
+    "systemd.default_timeout_start_sec=900",
+)  # fmt: skip
 
 
 def kernel_append(host: HostState, public_key_b64: str) -> str:

@@ -33,6 +33,8 @@ def test_interrupted_up_cleans_up(tmp_path: Path, sig: signal.Signals) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "stacks.lab", "up", str(workdir), "--plan-file", str(plan_file)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # a shell without job control starts background jobs with SIGINT ignored; undo that here
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     deadline = time.monotonic() + 900  # a cold image build happens here when this test runs alone
     saved = None
