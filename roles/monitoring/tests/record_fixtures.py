@@ -32,9 +32,7 @@ SYSFS_DUMP = (
 )
 TARGET_SETUP = f"""set -e
 modprobe null_blk nr_devices=1 gb=1
-modprobe nvmet; modprobe nvmet-rdma; modprobe rdma_rxe
-rdma link add rxe0 type rxe netdev rail0 || true
-rdma link add rxe1 type rxe netdev rail1 || true
+modprobe -a rdma_rxe nvmet nvmet_rdma rdma_ucm ib_uverbs
 cd /sys/kernel/config/nvmet
 mkdir -p subsystems/{NQN}/namespaces/1
 echo 1 > subsystems/{NQN}/attr_allow_any_host
@@ -48,9 +46,6 @@ for i in 0 1; do
 done
 """
 CLIENT_SETUP = f"""set -e
-modprobe nvme-rdma; modprobe rdma_rxe
-rdma link add rxe0 type rxe netdev rail0 || true
-rdma link add rxe1 type rxe netdev rail1 || true
 nvme connect -t rdma -a 10.77.0.1 -s 4420 -n {NQN} -k 5
 nvme connect -t rdma -a 10.77.1.1 -s 4420 -n {NQN} -k 5
 """
@@ -72,6 +67,18 @@ def run(lab: Lab, host: str, command: str) -> str:
     return done.stdout
 
 
+def rxe(lab: Lab, host: str) -> None:
+    """Soft-RoCE on both rails; ``rdma link add`` fails now and then right after modprobe, so retry."""
+    run(lab, host, "modprobe -a rdma_rxe nvme_rdma nvmet nvmet_rdma rdma_ucm ib_uverbs")
+    for rail in (0, 1):
+        for _ in range(10):
+            if lab.ssh(host, f"rdma link add rxe{rail} type rxe netdev rail{rail}").returncode == 0:
+                break
+            time.sleep(3)
+        else:
+            raise SystemExit(f"{host}: rdma link add rxe{rail} kept failing")
+
+
 def save(name: str, text: str) -> None:
     (HERE / name).write_text(text)
     print(f"recorded {name} ({len(text)} bytes)")
@@ -85,6 +92,8 @@ def main(workdir: str) -> None:
     lab = Lab(plan, "record", Path(workdir))
     lab.up()
     try:
+        rxe(lab, "storage-1")
+        rxe(lab, "client-1")
         run(lab, "storage-1", TARGET_SETUP)
         run(lab, "client-1", CLIENT_SETUP)
         time.sleep(3)
@@ -92,6 +101,8 @@ def main(workdir: str) -> None:
         save("sysfs-client-live.tsv", run(lab, "client-1", SYSFS_DUMP))
         save("ping-rail0.txt", run(lab, "client-1", "ping -n -c 5 -i 0.2 -W 1 -I rail0 10.77.0.1"))
         save("ethtool-S-rail0.txt", run(lab, "client-1", "ethtool -S rail0 || true"))
+        save("ip-addr-lab-client.json", run(lab, "client-1", "ip -j -4 addr show"))
+        save("ip-route-default-lab-client.json", run(lab, "client-1", "ip -j -4 route show default"))
         lab.set_link("client-1", 0, up=False)
         time.sleep(20)  # keep-alive 5 s, then the path goes to connecting
         save("nvme-list-subsys-rail0-cut.json", run(lab, "client-1", "nvme list-subsys -o json"))
