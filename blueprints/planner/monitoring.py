@@ -110,10 +110,10 @@ def _fabric_rules(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) 
         paths = storage.nvmeof.paths_per_subsystem
         alerts.append(_rule(
             "NvmeofPathDown", "fabric", f"Fewer than the planned {paths.value} live NVMe-oF paths to a subsystem",
-            "sum by (instance, subsys) (clustersmith_nvme_path_live) < {threshold}", paths.value, "paths", "30s",
-            "critical", list(paths.derived_from.spec), "alert.path_down",
+            'sum by (instance, subsys) (clustersmith_nvme_path_live{transport!="pcie"}) < {threshold}', paths.value,
+            "paths", "30s", "critical", list(paths.derived_from.spec), "alert.path_down",
             f"live paths < {paths.value} planned ({paths.derived_from.formula})",
-            "clustersmith-exporter: state of each controller of each nvme-subsystem (sysfs), 1 when live"))
+            "clustersmith-exporter: state of each fabric controller of each nvme-subsystem (sysfs), 1 when live"))
     alerts.append(_rule(
         "RdmaLinkDown", "fabric", "An RDMA port is not ACTIVE", "clustersmith_rdma_port_active < {threshold}", 1,
         "state", "30s", "critical", list(compute.rails.derived_from.spec), "alert.rdma_link_down",

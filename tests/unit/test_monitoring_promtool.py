@@ -70,3 +70,12 @@ def test_a_case_that_should_fire_but_is_quiet_fails_promtool(tmp_path: Path) -> 
     result = _run([promtool, "test", "rules", "tests.yml"], out)
     assert result.returncode != 0
     assert first["alert_rule_test"][0]["alertname"] in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_alertmanager_config_passes_amtool(example: Path, tmp_path: Path) -> None:
+    amtool = require_tool("amtool", "prometheus-alertmanager")
+    out = _rendered(example, tmp_path)
+    checked = _run([amtool, "check-config", "alertmanager.yml"], out)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "1 receivers" in checked.stdout

@@ -1,0 +1,146 @@
+"""The monitoring renderer and planner: targets per role from the Blueprint's hosts, thresholds and spec paths
+carried into the rules, recording rules for every series an alert reads, SDK-built dashboards."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from blueprints.render.monitoring import hosts_by_role, prom_duration, render, spec_refs
+from tests.promtool.support import EXAMPLES, blueprint
+
+
+def _out(example: Path, tmp_path: Path) -> Path:
+    render(blueprint(example), tmp_path)
+    return tmp_path / "monitoring"
+
+
+def _rules(out: Path) -> list[dict[str, Any]]:
+    return [r for f in sorted((out / "rules").glob("*.yml")) for g in yaml.safe_load(f.read_text())["groups"]
+            for r in g["rules"]]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_every_host_is_scraped_once_per_job_with_its_role(example: Path, tmp_path: Path) -> None:
+    bp = blueprint(example)
+    config = yaml.safe_load((_out(example, tmp_path) / "prometheus.yml").read_text())
+    roles = hosts_by_role(bp)
+    for job in {j.name for j in bp.monitoring.scrape}:
+        static = next(c for c in config["scrape_configs"] if c["job_name"] == job)["static_configs"]
+        instances = [s["labels"]["instance"] for s in static]
+        wanted = {h for j in bp.monitoring.scrape if j.name == job for h in roles.get(j.role, [])}
+        assert sorted(instances) == sorted(wanted), job
+        for s in static:
+            port = next(j.port for j in bp.monitoring.scrape if j.name == job and j.role == s["labels"]["role"])
+            assert s["targets"] == [f"{s['labels']['instance']}:{port}"]
+    assert config["global"]["scrape_interval"] == prom_duration(bp.monitoring.scrape_interval.value)
+    assert config["rule_files"] == ["rules/*.yml"]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_each_alert_carries_its_threshold_and_spec_path_with_line(example: Path, tmp_path: Path) -> None:
+    bp = blueprint(example)
+    written = {r["alert"]: r for r in _rules(_out(example, tmp_path)) if "alert" in r}
+    assert set(written) == {a.name for a in bp.monitoring.alerts}
+    for alert in bp.monitoring.alerts:
+        rule = written[alert.name]
+        threshold = f"{alert.threshold:.12g}"
+        assert "{threshold}" not in rule["expr"]
+        assert re.search(rf"[<>] {re.escape(threshold)}\b|{re.escape(threshold)} \*", rule["expr"]), rule["expr"]
+        assert rule["for"] == alert.for_
+        assert rule["labels"]["severity"] == alert.severity
+        ann = rule["annotations"]
+        assert ann["threshold"] == f"{threshold} {alert.unit}"
+        assert ann["spec"] == spec_refs(bp, alert.derived_from.spec)
+        for path in alert.derived_from.spec:
+            assert f"{path} ({bp.spec_file}:{bp.spec_lines[path]})" in ann["spec"]
+        assert ann["metric_source"] and ann["formula"]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_spec_targets_become_the_alert_thresholds(example: Path) -> None:
+    bp = blueprint(example)
+    storage = bp.requirements.performance.storage
+    alerts = {a.name: a for a in bp.monitoring.alerts}
+    assert alerts["StorageReadLatencyP99High"].threshold == storage.latency_p99.value
+    assert alerts["StorageThroughputJitterHigh"].threshold == storage.jitter.value
+    assert alerts["CacheHitRatioLow"].threshold == bp.storage.cache.min_hit_ratio.value.value
+    assert f"{storage.latency_p99.value:.12g}" in {f"{b:.12g}" for b in bp.monitoring.latency_buckets}
+    if bp.storage.nvmeof is not None:
+        assert alerts["NvmeofPathDown"].threshold == bp.storage.nvmeof.paths_per_subsystem.value
+    else:
+        assert "NvmeofPathDown" not in alerts
+    assert ("GpuSmUtilisationLow" in alerts) == (bp.lab is None)
+    assert ("ServingLatencyP99High" in alerts) == (bp.requirements.performance.serving is not None)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_every_recorded_series_an_alert_reads_is_recorded(example: Path, tmp_path: Path) -> None:
+    rules = _rules(_out(example, tmp_path))
+    recorded = {r["record"] for r in rules if "record" in r}
+    for rule in rules:
+        for name in re.findall(r"\b[a-z_]+:[a-z_0-9:]+\b", rule["expr"]):
+            assert name in recorded, f"{rule.get('alert') or rule.get('record')} reads {name}, which no rule records"
+
+
+def test_baselines_run_in_their_own_group_at_the_planned_interval(tmp_path: Path) -> None:
+    bp = blueprint(next(e for e in EXAMPLES if e.stem == "lab"))
+    out = _out(next(e for e in EXAMPLES if e.stem == "lab"), tmp_path)
+    group = yaml.safe_load((out / "rules" / "baseline.yml").read_text())["groups"][0]
+    assert group["interval"] == prom_duration(bp.monitoring.baseline_interval.value)
+    window = prom_duration(bp.monitoring.baseline_window.value)
+    assert all(f"[{window}]" in r["expr"] for r in group["rules"])
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_dashboards_are_built_with_the_sdk_and_show_each_spec_target(example: Path, tmp_path: Path) -> None:
+    bp = blueprint(example)
+    out = _out(example, tmp_path)
+    names = {p.stem for p in (out / "dashboards").glob("*.json")}
+    assert names == {"storage", "fabric", "targets"} | ({"gpu"} if bp.lab is None else set())
+    targets = json.loads((out / "dashboards" / "targets.json").read_text())
+    rows = [p["title"] for p in targets["panels"] if p["type"] == "row"]
+    storage = bp.requirements.performance.storage
+    assert any(str(storage.read_throughput) in r for r in rows)
+    assert any(str(storage.latency_p99) in r for r in rows)
+    assert any(str(storage.jitter) in r for r in rows)
+    exprs = [t["expr"] for p in targets["panels"] for t in p.get("targets", [])]
+    assert f"vector({storage.latency_p99.value:.12g})" in exprs
+    assert f"vector({storage.read_throughput.value:.12g})" in exprs
+    storage_dash = json.loads((out / "dashboards" / "storage.json").read_text())
+    assert any(p["type"] == "heatmap" and "by (instance, device)" in p["targets"][0]["expr"]
+               for p in storage_dash["panels"] if p["type"] != "row")
+    fabric = json.loads((out / "dashboards" / "fabric.json").read_text())
+    titles = {p["title"] for p in fabric["panels"]}
+    assert {"RDMA ports ACTIVE", "NVMe-oF paths live", "Rail round-trip time p99"} <= titles
+    for dash in (targets, storage_dash, fabric):
+        assert dash["schemaVersion"] >= 39, "an SDK-built dashboard carries the current schema version"
+        assert all(t["datasource"]["uid"] == "clustersmith-prometheus"
+                   for p in dash["panels"] for t in p.get("targets", []))
+
+
+def test_lab_listens_on_the_last_rail_and_clouds_on_the_default_route() -> None:
+    for example in EXAMPLES:
+        bp = blueprint(example)
+        if bp.lab is not None:
+            assert bp.monitoring.listen_cidr is not None
+            assert bp.monitoring.listen_cidr.value == bp.lab.rails[-1].subnet
+            assert bp.monitoring.listen_cidr.derived_from.spec == ("target.rails",)
+        else:
+            assert bp.monitoring.listen_cidr is None
+
+
+def test_build_writes_the_monitoring_folder(tmp_path: Path) -> None:
+    from blueprints.render import build
+
+    bp = blueprint(next(e for e in EXAMPLES if e.stem == "lab"))
+    folder, written = build(bp, tmp_path)
+    mon = folder / "monitoring"
+    for rel in ("prometheus.yml", "alertmanager.yml", "rules/storage.yml", "rules/fabric.yml", "rules/baseline.yml",
+                "dashboards/targets.json"):
+        assert mon / rel in written and (mon / rel).is_file()
