@@ -199,8 +199,24 @@ class CachePlan(_Frozen):
     min_hit_ratio: Traced[Ratio]
 
 
+class ManagedFsPlan(_Frozen):
+    """A cloud's managed parallel file system, sized from the spec; the stacks create it from these values."""
+
+    service: str = Field(description="Catalog file system, e.g. fsx-lustre-persistent2-1000")
+    provider: Literal["aws", "gcp", "azure"]
+    product: str = Field(description="Product name")
+    sku: str = Field(description="The tier as the provider's API names it (deployment type or SKU); may be empty")
+    capacity: Traced[Size] = Field(description="Provisioned capacity, a size the service accepts")
+    capacity_gib: int = Field(description="The same capacity in GiB, as the provider APIs take it")
+    throughput_per_tib: Rate = Field(description="Provisioned throughput per TiB")
+    per_unit_throughput: int = Field(description="Throughput per TiB in MB/s, as the provider APIs take it")
+    throughput: Traced[Rate] = Field(description="capacity x throughput_per_tib")
+    max_capacity: Size | None = Field(default=None, description="Largest size the provider lists for the tier")
+
+
 class StoragePlan(_Frozen):
     managed_service: str | None = Field(description="Cloud file system used instead of own servers")
+    managed: ManagedFsPlan | None = Field(default=None, description="Sizing of the managed file system, in clouds")
     tiers: tuple[TierPlan, ...]
     read_throughput: Traced[Rate] = Field(description="Designed aggregate read throughput")
     write_throughput: Traced[Rate]

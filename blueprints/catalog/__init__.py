@@ -84,6 +84,10 @@ class ManagedFileSystem(_Entry):
     throughput_per_tib: Rate = Field(description="Throughput per TiB of provisioned capacity")
     min_capacity: Size = Field(description="Smallest file system")
     capacity_step: Size = Field(description="Capacity increment")
+    sku: str = Field(default="", description="The tier as the provider's API names it (deployment type or SKU)")
+    max_capacity: Size | None = Field(default=None, description="Largest file system the provider lists")
+    large_step: Size | None = Field(default=None, description="Capacity increment above large_step_above")
+    large_step_above: Size | None = Field(default=None, description="Capacity above which large_step applies")
 
 
 class Catalog(BaseModel):

@@ -18,6 +18,7 @@ from blueprints.blueprint import (
     CachePlan,
     ComputePlan,
     FabricPlan,
+    ManagedFsPlan,
     NvmeofPlan,
     NvmeofSubsystem,
     ProtectionOption,
@@ -26,7 +27,7 @@ from blueprints.blueprint import (
     TierPlan,
     traced,
 )
-from blueprints.catalog import StorageServer
+from blueprints.catalog import ManagedFileSystem, StorageServer
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.spec import LabTarget
 from blueprints.units import Duration, Rate, Ratio, Size
@@ -258,21 +259,56 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos
     )
 
 
+def managed_capacity(fs: ManagedFileSystem, need: float) -> float:
+    """The smallest size (bytes) the service accepts that holds ``need``: its minimum, else the next step
+    (FSx: 1200 GiB, then multiples of 2400 GiB; GCP: multiples of a larger step above a threshold)."""
+    if need <= fs.min_capacity.value:
+        return fs.min_capacity.value
+    step = fs.capacity_step.value
+    if fs.large_step is not None and fs.large_step_above is not None and need > fs.large_step_above.value:
+        step = fs.large_step.value
+    return ceil_div(need, step) * step
+
+
 def _managed(ctx: PlanContext, compute: ComputePlan, usable: float, read_t: float, write_t: float) -> StoragePlan:
-    services = [f for f in ctx.catalog.file_systems.values() if f.provider == ctx.provider]
+    """Size the provider's managed file system: capacity for the data and for the throughput target at
+    the tier's throughput per TiB, rounded to a size the service accepts. Tiers are tried from the
+    fastest per TiB down; one whose largest size is too small is skipped; none fitting is an error
+    that names the numbers."""
+    services = sorted((f for f in ctx.catalog.file_systems.values() if f.provider == ctx.provider),
+                      key=lambda f: -f.throughput_per_tib.value)
     if not services:
         raise ctx.infeasible("target.provider", f"no managed file system for {ctx.provider} in the catalog")
-    fs = max(services, key=lambda f: f.throughput_per_tib.value)
-    tib = 2.0**40
+    tib, gib = 2.0**40, 2.0**30
     need_tp = max(read_t, write_t)
-    cap_for_tp = need_tp / fs.throughput_per_tib.value * tib
-    capacity = max(usable, cap_for_tp, fs.min_capacity.value)
-    steps = ceil_div(capacity, fs.capacity_step.value)
-    capacity = steps * fs.capacity_step.value
+    refused: list[str] = []
+    data_bound = True
+    for fs in services:
+        cap_for_tp = need_tp / fs.throughput_per_tib.value * tib
+        need = max(usable, cap_for_tp)
+        capacity = managed_capacity(fs, need)
+        if fs.max_capacity is not None and capacity > fs.max_capacity.value:
+            data_bound = data_bound and usable > fs.max_capacity.value
+            top = Rate.of(fs.max_capacity.value / tib * fs.throughput_per_tib.value)
+            refused.append(f"{fs.name} needs {Size.of(capacity)} (data {Size.of(usable)}, throughput "
+                           f"{Rate.of(need_tp)} / {fs.throughput_per_tib} per TiB = {Size.of(cap_for_tp)}) but "
+                           f"holds at most {fs.max_capacity} ({top})")
+            continue
+        return _managed_plan(ctx, compute, fs, usable, need_tp, cap_for_tp, capacity, gib, tib)
+    path = "data.training_set" if data_bound else "performance.storage.read_throughput"
+    raise ctx.infeasible(path, f"no {ctx.provider} managed file system in the catalog fits: " + "; ".join(refused))
+
+
+def _managed_plan(ctx: PlanContext, compute: ComputePlan, fs: ManagedFileSystem, usable: float, need_tp: float,
+                  cap_for_tp: float, capacity: float, gib: float, tib: float) -> StoragePlan:
     agg = Rate.of(capacity / tib * fs.throughput_per_tib.value)
     spec = ["data.training_set", "data.validation_set", "performance.storage.read_throughput"]
+    large = (f", {fs.large_step} above {fs.large_step_above}"
+             if fs.large_step is not None and fs.large_step_above is not None else "")
     formula = (f"max(data {Size.of(usable)}, {Rate.of(need_tp)} / {fs.throughput_per_tib} per TiB "
-               f"= {Size.of(cap_for_tp)}), rounded up to {fs.capacity_step} steps = {Size.of(capacity)}")
+               f"= {Size.of(cap_for_tp)}), rounded to a size {fs.name} accepts (min {fs.min_capacity}, "
+               f"steps of {fs.capacity_step}{large}) = {Size.of(capacity)} ({round(capacity / gib)} GiB)")
+    throughput_formula = f"{Size.of(capacity)} x {fs.throughput_per_tib} per TiB = {agg}"
     hot = TierPlan(
         name="hot", media=fs.service, server=fs.name,
         usable=traced(Size.of(capacity), spec, "storage.managed_capacity", formula),
@@ -280,10 +316,18 @@ def _managed(ctx: PlanContext, compute: ComputePlan, usable: float, read_t: floa
         alternatives=(), raw=traced(Size.of(capacity), spec, "storage.managed_capacity", formula),
         nodes=traced(0, ["target.provider"], "storage.managed_has_no_servers"),
         per_node_read=agg,
-        aggregate_read=traced(agg, spec, "storage.managed_throughput",
-                              f"{Size.of(capacity)} x {fs.throughput_per_tib} per TiB = {agg}"),
+        aggregate_read=traced(agg, spec, "storage.managed_throughput", throughput_formula),
+    )
+    provider = fs.provider
+    managed = ManagedFsPlan(
+        service=fs.name, provider=provider, product=fs.service, sku=fs.sku,
+        capacity=traced(Size.of(capacity), spec, "storage.managed_capacity", formula),
+        capacity_gib=round(capacity / gib), throughput_per_tib=fs.throughput_per_tib,
+        per_unit_throughput=round(fs.throughput_per_tib.value / 1e6),
+        throughput=traced(agg, spec, "storage.managed_throughput", throughput_formula),
+        max_capacity=fs.max_capacity,
     )
     return StoragePlan(
-        managed_service=fs.name, tiers=(hot,), read_throughput=hot.aggregate_read,
+        managed_service=fs.name, managed=managed, tiers=(hot,), read_throughput=hot.aggregate_read,
         write_throughput=hot.aggregate_read, nvmeof=None, cache=_cache(ctx, compute),
     )
