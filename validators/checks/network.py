@@ -25,7 +25,8 @@ def nccl_bytes(text: str) -> int:
 def _no_gpu(results: Results) -> str | None:
     facts = results.host_facts()
     if facts and all(int(f.get("gpus", 0)) == 0 for f in facts.values()):
-        return f"no GPU on {', '.join(sorted(facts))} (nvidia-smi lists none); NCCL needs one per rank"
+        return (f"no GPU on {', '.join(sorted(facts))} (the NVIDIA driver lists none in /proc/driver/nvidia/gpus); "
+                f"NCCL needs one per rank")
     return None
 
 

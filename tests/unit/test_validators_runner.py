@@ -1,0 +1,110 @@
+"""The runner for real: ansible-runner runs the playbooks and fio on a host reached through Ansible's local
+connection (the lab tier does the same over SSH into VMs). Setup failures come back as setup errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from blueprints.loader import load_requirements
+from blueprints.planner import plan
+from blueprints.render import build
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder, _ = build(plan(load_requirements(REPO / "examples" / "lab.yaml")), tmp_path_factory.mktemp("out"))
+    return folder
+
+
+def inventory(tmp_path: Path, **host: object) -> Path:
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump({"all": {"children": {"gpu_clients": {"hosts": {"local-1": host}}}}}))
+    return path
+
+
+LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+
+
+def accept(out: Path, *args: str | Path, path: str = f"{VENV_BIN}:/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "validators", "accept", str(out), *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, timeout=600, env={"PATH": path, "COLUMNS": "200"})
+
+
+def latest_report(out: Path) -> dict[str, dict[str, object]]:
+    run = sorted((out / "acceptance" / "runs").iterdir())[-1]
+    return {c["id"]: c for c in json.loads((run / "report.json").read_text())["checks"]}
+
+
+def test_runs_fio_for_real_and_cleans_its_scratch_files(out: Path, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    r = accept(out, "--inventory", inventory(tmp_path, **LOCAL), "--fio-target", scratch, "--destructive",
+               "--only", "storage.latency_p99,nccl.allreduce_busbw")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"fio will write 1 file(s) of up to 67 MB per client into {scratch}" in r.stdout
+    checks = latest_report(out)
+    assert checks["storage.latency_p99"]["status"] == "info" and float(checks["storage.latency_p99"]["measured"]) > 0
+    assert checks["nccl.allreduce_busbw"]["status"] == "not_applicable"
+    run = sorted((out / "acceptance" / "runs").iterdir())[-1]
+    assert (run / "fio" / "rand_read_4k" / "local-1.json").is_file()
+    assert (run / "report.html").is_file() and (run / "junit.xml").is_file()
+    assert list(scratch.iterdir()) == [], "the scratch files are removed afterwards"
+
+
+def test_a_missing_fio_is_a_setup_error(out: Path, tmp_path: Path) -> None:
+    bin_without_fio = tmp_path / "bin"
+    bin_without_fio.mkdir()
+    for tool in Path("/usr/bin").iterdir():
+        if tool.name != "fio":
+            (bin_without_fio / tool.name).symlink_to(tool)
+    r = accept(out, "--inventory", inventory(tmp_path, **LOCAL), "--fio-target", tmp_path / "s", "--destructive",
+               "--only", "storage.mixed", path=f"{VENV_BIN}:{bin_without_fio}")
+    assert r.returncode == 2, r.stdout + r.stderr
+    got = latest_report(out)["storage.mixed"]
+    assert got["status"] == "setup_error" and "fio: command not found" in str(got["message"])
+
+
+def test_an_unreachable_host_is_a_setup_error(out: Path, tmp_path: Path) -> None:
+    inv = inventory(tmp_path, ansible_host="127.0.0.1", ansible_port=9, ansible_user="nobody",
+                    ansible_ssh_common_args="-o ConnectTimeout=5 -o BatchMode=yes -o StrictHostKeyChecking=no")
+    r = accept(out, "--inventory", inv, "--only", "nvmeof.paths")
+    assert r.returncode == 2, r.stdout + r.stderr
+    got = latest_report(out)["nvmeof.paths"]
+    assert got["status"] == "setup_error" and "local-1: unreachable" in str(got["message"])
+
+
+def test_the_plan_scratch_must_be_on_its_mount_before_anything_is_written(out: Path, tmp_path: Path) -> None:
+    r = accept(out, "--inventory", inventory(tmp_path, **LOCAL), "--only", "storage.latency_p99")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "in /mnt/clustersmith/.clustersmith-accept (plan scratch on /mnt/clustersmith)" in r.stdout
+    got = latest_report(out)["storage.latency_p99"]
+    assert "tiered file system is mounted" in str(got["message"])
+    assert not Path("/mnt/clustersmith/.clustersmith-accept").exists()
+
+
+def test_writing_outside_the_scratch_needs_destructive(out: Path, tmp_path: Path) -> None:
+    before = sorted((out / "acceptance" / "runs").iterdir()) if (out / "acceptance" / "runs").exists() else []
+    r = accept(out, "--inventory", inventory(tmp_path, **LOCAL), "--fio-target", "/dev/vdz", "--only",
+               "storage.mixed")
+    assert r.returncode == 2
+    assert "--fio-target: not a scratch area of the plan" in r.stderr
+    assert "would overwrite the data on /dev/vdz on local-1; pass --destructive" in r.stderr.replace("\n", " ")
+    after = sorted((out / "acceptance" / "runs").iterdir()) if (out / "acceptance" / "runs").exists() else []
+    assert after == before, "nothing ran"
+
+
+def test_playbooks_pass_ansible_lint_production() -> None:
+    lint = VENV_BIN / "ansible-lint"
+    assert lint.exists(), "ansible-lint is a dev dependency of the roles; pip install ansible-lint"
+    r = subprocess.run([str(lint), "--offline", "--profile", "production", "validators/playbooks/"], cwd=REPO,
+                       capture_output=True, text=True, timeout=600, env={"PATH": f"{VENV_BIN}:/usr/bin:/bin",
+                                                                         "HOME": str(Path.home())})
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -1,0 +1,16 @@
+"""JSON report: the run and every check with measured, expected, unit, spec path and details."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from validators.report.run import RunReport
+
+
+def write_json(report: RunReport, path: Path) -> Path:
+    data = report.model_dump(mode="json")
+    data["exit_code"] = report.exit_code
+    data["counts"] = report.counts
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,253 @@
+"""Fan the acceptance tools out over the inventory with ansible-runner and fill a results folder.
+
+Each step is one playbook from ``validators/playbooks`` run on every host it concerns at once (forks = hosts),
+under a timeout. What a host's tasks return is read from ansible-runner's events: output files are fetched
+by the playbook, command output is written here. A host where a tool could not run (unreachable, binary
+missing, mount absent) is recorded in ``setup-errors.json`` against the checks that needed it, so it is
+reported as a setup error and never as a measured miss.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ansible_runner
+
+from blueprints.blueprint import Blueprint, Check, FioWorkload
+from validators.inventory import Inventory, rdma_devices
+from validators.safety import WritePlan
+
+PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
+PERFTEST_PORT = 18515
+Progress = Callable[[str, str], None]  # (step, message)
+
+
+@dataclass
+class HostOutcome:
+    ok: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    unreachable: str | None = None
+
+    @property
+    def problem(self) -> str | None:
+        if self.unreachable is not None:
+            return f"unreachable: {self.unreachable}"
+        return self.failed[0] if self.failed else None
+
+
+def _failure(task: str, res: dict[str, Any]) -> str:
+    text = str(res.get("msg") or res.get("stderr") or res.get("stdout") or "failed").strip()
+    cmd = res.get("cmd")
+    program = (cmd[0] if isinstance(cmd, list) else str(cmd).split()[0]) if cmd else None
+    not_run = "No such file or directory" in text or (text == "Error executing command." and str(res.get("rc")) == "2"
+                                                      and not res.get("stdout") and not res.get("stderr"))
+    if program and not_run:  # the command module could not start the program (ENOENT)
+        text = f"{program}: command not found"
+    return f"{task}: {text.splitlines()[-1] if text else 'failed'}"
+
+
+class Runner:
+    def __init__(self, bp: Blueprint, build_dir: Path, inventory: Inventory, results: Path,
+                 progress: Progress, timeout_scale: float = 1.0) -> None:
+        self.bp = bp
+        self.build_dir = build_dir
+        self.inventory = inventory
+        self.results = results
+        self.progress = progress
+        self.scale = timeout_scale
+        self.setup_errors: dict[str, dict[str, str]] = {}
+
+    # -- plumbing ----------------------------------------------------------------------------------------
+
+    def _play(self, step: str, playbook: str, hosts: list[str], extravars: dict[str, Any],
+              timeout: float) -> dict[str, HostOutcome]:
+        outcomes = {h: HostOutcome() for h in hosts}
+        if not hosts:
+            return outcomes
+        data = self.results / ".ansible-runner" / step
+        data.mkdir(parents=True, exist_ok=True)
+
+        def on_event(event: dict[str, Any]) -> bool:
+            ed = event.get("event_data", {})
+            host, task, res = ed.get("host"), ed.get("task", ""), ed.get("res", {})
+            kind = event.get("event", "")
+            if host in outcomes:
+                if kind in ("runner_on_ok", "runner_item_on_ok"):
+                    outcomes[host].ok.setdefault(task, []).append(res)
+                elif kind in ("runner_on_failed", "runner_item_on_failed") and not ed.get("ignore_errors"):
+                    outcomes[host].failed.append(_failure(task, res))
+                elif kind == "runner_on_unreachable":
+                    outcomes[host].unreachable = str(res.get("msg", "unreachable")).strip()
+                if kind in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable"):
+                    self.progress(step, f"{host}: {task} {'ok' if kind == 'runner_on_ok' else kind[10:]}")
+            return True
+
+        run = ansible_runner.run(
+            private_data_dir=str(data), project_dir=str(PLAYBOOKS), playbook=playbook,
+            inventory=self.inventory.path, extravars={**extravars, "accept_hosts": hosts},
+            forks=max(len(hosts), 5), timeout=int(timeout * self.scale) + 60, quiet=True, event_handler=on_event,
+            envvars={"ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_RETRY_FILES_ENABLED": "False",
+                     "ANSIBLE_NOCOLOR": "True"},
+        )
+        if run.status == "timeout":
+            for o in outcomes.values():
+                if o.problem is None:
+                    o.failed.append(f"timed out after {int(timeout * self.scale) + 60} s")
+        elif run.status not in ("successful", "failed"):
+            for o in outcomes.values():
+                o.failed.append(f"ansible-runner ended {run.status}: see {data}")
+        return outcomes
+
+    def _record(self, check_ids: list[str], outcomes: dict[str, HostOutcome]) -> None:
+        for host, o in outcomes.items():
+            if o.problem is not None:
+                for cid in check_ids:
+                    self.setup_errors.setdefault(cid, {})[host] = o.problem
+
+    def _write(self, *parts: str, text: str) -> None:
+        path = self.results.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    # -- steps ---------------------------------------------------------------------------------------------
+
+    def facts(self) -> None:
+        hosts = sorted(self.inventory.hosts)
+        outcomes = self._play("facts", "facts.yml", hosts, {}, 120)
+        facts = {h: {"gpus": int(o.ok.get("Find the GPUs the NVIDIA driver exposes", [{}])[0].get("matched", 0)),
+                     "rails": len(self.inventory.hosts[h].rails)} for h, o in outcomes.items() if o.problem is None}
+        self._write("host-facts.json", text=json.dumps(facts, indent=2))
+        self._record(["nccl.allreduce_busbw"], outcomes)
+
+    def fio(self, workload: FioWorkload, checks: list[Check], write: WritePlan) -> None:
+        clients = self.inventory.group("gpu_clients")
+        job = self._job_file(workload, write)
+        timeout = workload.runtime_s.value + workload.ramp_s + 60 + workload.size.value.value * \
+            workload.numjobs.value / 2e6
+        dest = self.results / "fio" / workload.name
+        dest.mkdir(parents=True, exist_ok=True)
+        outcomes = self._play(f"fio-{workload.name}", "fio.yml", clients, {
+            "accept_workload": workload.name, "accept_job_file": str(job), "accept_results": str(dest),
+            "accept_target_kind": write.kind, "accept_target": write.path, "accept_mount": write.mount or "",
+            "accept_scratch_nqns": list(write.scratch_nqns), "accept_timeout": int(timeout * self.scale),
+        }, timeout)
+        for host, o in outcomes.items():
+            if (dest / f"{host}.json").is_file():
+                o.failed.clear()  # fio ran and wrote its report: what it says is measured, not a setup error
+            elif o.problem is None:
+                o.failed.append("fio wrote no JSON report")
+        self._record([c.id for c in checks], outcomes)
+
+    def _job_file(self, workload: FioWorkload, write: WritePlan) -> Path:
+        source = self.build_dir / "acceptance" / "fio" / f"{workload.name}.fio"
+        target = self.results / ".jobs" / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = source.read_text(encoding="utf-8")
+        if write.kind == "directory":
+            text = re.sub(r"(?m)^directory=.*$", f"directory={write.path}", text)
+        elif write.kind == "device":
+            text = re.sub(r"(?m)^directory=.*\n", "", text)
+            text = re.sub(r"(?m)^filename_format=.*$", f"filename={write.path}\n"
+                          f"offset_increment={int(workload.size.value.value)}", text)
+        target.write_text(text, encoding="utf-8")
+        return target
+
+    def cleanup(self, write: WritePlan) -> None:
+        if write.kind in ("scratch_dir", "directory"):
+            self._play("cleanup", "cleanup.yml", self.inventory.group("gpu_clients"), {"accept_target": write.path},
+                       120)
+
+    def perftest(self, check: Check, tool: str, args: list[str], duration_s: int) -> None:
+        """Every client against a storage target, rail by rail; a target serves one client at a time."""
+        clients = self.inventory.group("gpu_clients")
+        servers = self.inventory.group("storage_targets") or clients[-1:]
+        devices = rdma_devices(self.bp)
+        rails = sorted({r.index for h in clients for r in self.inventory.hosts[h].rails})
+        for rail in rails:
+            device = devices[rail] if rail < len(devices) else f"rail{rail}"
+            queue = [c for c in clients if c not in servers]
+            while queue:
+                wave = dict(zip(queue[: len(servers)], servers, strict=False))
+                queue = queue[len(servers):]
+                self._perftest_wave(check, tool, args, duration_s, rail, device, wave)
+
+    def _perftest_wave(self, check: Check, tool: str, args: list[str], duration_s: int, rail: int, device: str,
+                       wave: dict[str, str]) -> None:
+        pairs: dict[str, dict[str, Any]] = {}
+        for client, server in wave.items():
+            address = next((r.address for r in self.inventory.hosts[server].rails if r.index == rail), None)
+            if address is None:
+                self.setup_errors.setdefault(check.id, {})[client] = f"{server} has no address on rail {rail}"
+                continue
+            entry = {"device": device, "port": PERFTEST_PORT + rail, "address": address}
+            pairs[client] = entry
+            pairs[server] = entry
+        clients = [c for c in wave if c in pairs]
+        servers = sorted({wave[c] for c in clients})
+        timeout = duration_s + 60
+        step = f"{tool}-rail{rail}-{'-'.join(clients)}"
+        outcomes = self._play(step, "perftest.yml", sorted(set(clients) | set(servers)), {
+            "accept_tool": tool, "accept_args": args, "accept_pairs": pairs, "accept_servers": servers,
+            "accept_clients": clients, "accept_timeout": int(timeout * self.scale),
+        }, timeout * 2)
+        for client in clients:
+            res = outcomes[client].ok.get("Run the client against the server's rail address", [])
+            if res and res[-1].get("rc") == 0:
+                self._write(tool, f"rail{rail}", f"{client}.txt", text=str(res[-1].get("stdout", "")))
+            else:
+                problem = outcomes[client].problem or outcomes[wave[client]].problem or "no output"
+                self.setup_errors.setdefault(check.id, {})[client] = f"rail {rail} to {wave[client]}: {problem}"
+
+    def probe(self, probes: list[str], check_ids: dict[str, list[str]]) -> None:
+        clients = self.inventory.group("gpu_clients")
+        prometheus = self.inventory.group("monitoring")[:1]
+        hosts = sorted(set(clients) | set(prometheus))
+        outcomes = self._play("probe", "probe.yml", hosts, {"accept_probes": probes, "accept_prometheus": prometheus},
+                              180)
+        for host in clients:
+            o = outcomes[host]
+            if "nvme" in probes:
+                listed = o.ok.get("List the NVMe subsystems and their paths", [])
+                if listed:
+                    self._write("nvme", f"{host}.json", text=str(listed[-1].get("stdout", "")))
+                policies = {r["item"]["path"].rsplit("/", 1)[-1]: _b64(r) for r in
+                            o.ok.get("Read each subsystem's I/O policy", []) if "item" in r}
+                if policies:
+                    self._write("nvme", f"{host}.iopolicy.json", text=json.dumps(policies, indent=2))
+            if "qos" in probes:
+                tos = {r["item"]["path"]: _b64(r) for r in o.ok.get("Read the RDMA CM default ToS of each device", [])
+                       if "item" in r}
+                self._write("qos", host, "rdma_cm_tos.json", text=json.dumps(tos, indent=2))
+                for task, name in (("Read the NCCL configuration file", "nccl.conf"),
+                                   ("Read the NVMe-oF discovery configuration", "discovery.conf")):
+                    found = o.ok.get(task, [])
+                    if found and "content" in found[-1]:
+                        self._write("qos", host, name, text=_b64(found[-1]))
+        for host in prometheus:
+            o = outcomes[host]
+            for task, name in (("Read the scrape targets", "targets.json"),
+                               ("Query the dm-cache read hit ratio", "cache_hit_ratio.json")):
+                res = o.ok.get(task, [])
+                if res and "content" in res[-1]:
+                    self._write("prometheus", name, text=str(res[-1]["content"]))
+        for probe, ids in check_ids.items():
+            relevant = prometheus if probe in ("targets", "cache") else clients
+            self._record(ids, {h: outcomes[h] for h in relevant})
+        if not prometheus:
+            for cid in check_ids.get("targets", []) + check_ids.get("cache", []):
+                self.setup_errors.setdefault(cid, {})["inventory"] = "no host in group monitoring"
+
+    def finish(self) -> None:
+        self._write("setup-errors.json", text=json.dumps(self.setup_errors, indent=2))
+        shutil.rmtree(self.results / ".jobs", ignore_errors=True)
+
+
+def _b64(res: dict[str, Any]) -> str:
+    return base64.b64decode(str(res.get("content", ""))).decode("utf-8", errors="replace").strip()

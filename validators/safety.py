@@ -1,0 +1,75 @@
+"""What an acceptance run writes, decided before anything runs: clusters under test may already hold data.
+
+By default the fio workloads write only their own files (``clustersmith-accept.<host>.<job>``) in the scratch
+directory the plan names on the tiered file system, whose mount the hosts check first. A raw device is
+written only when it is a namespace the Blueprint reserves as scratch (each host checks the device's
+subsystem NQN before fio starts) or with ``--destructive``. Anything else that would be written needs
+``--destructive``, and the run says what it will overwrite. Read-only checks (RDMA, NVMe-oF paths, QoS,
+monitoring) need no flag.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from blueprints.blueprint import Blueprint, Check
+from blueprints.errors import ClusterSmithError, Problem
+
+
+class WritePlan(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["none", "scratch_dir", "directory", "device"]
+    path: str = ""
+    mount: str | None = None
+    scratch_nqns: tuple[str, ...] = ()
+    destructive: bool = False
+    summary: str = "nothing is written (read-only checks only)"
+
+
+def _fio_checks(checks: list[Check]) -> list[Check]:
+    return [c for c in checks if c.tool == "fio"]
+
+
+def plan_writes(bp: Blueprint, checks: list[Check], target: str | None, destructive: bool,
+                hosts: list[str]) -> WritePlan:
+    fio = _fio_checks(checks)
+    if not fio:
+        return WritePlan(kind="none")
+    workloads = {w.name: w for w in bp.acceptance.workloads}
+    used = [workloads[c.args["workload"]] for c in fio if c.args.get("workload") in workloads]
+    per_host = max((w.numjobs.value * w.size.value.value for w in used), default=0.0)
+    files = max((w.numjobs.value for w in used), default=0)
+    where = ", ".join(hosts) or "every GPU client"
+    scratch = next((a for a in bp.acceptance.scratch if a.kind == "directory"), None)
+    nqns = tuple(a.path for a in bp.acceptance.scratch if a.kind == "namespace")
+    if target is None or (scratch is not None and PurePosixPath(target) == PurePosixPath(scratch.path)):
+        if scratch is None:
+            raise ClusterSmithError([Problem("acceptance.scratch", "the Blueprint names no scratch directory, so fio "
+                                             "has nowhere safe to write; give --fio-target and --destructive")],
+                                    title="nowhere to write")
+        return WritePlan(kind="scratch_dir", path=scratch.path, mount=scratch.mount, destructive=False,
+                         summary=f"fio writes {files} scratch file(s) per client ({per_host / 1e6:.0f} MB) named "
+                                 f"clustersmith-accept.<host>.<job> in {scratch.path} (plan scratch on "
+                                 f"{scratch.mount}) on {where}, and removes them afterwards")
+    is_device = target.startswith("/dev/")
+    if not PurePosixPath(target).is_absolute():
+        raise ClusterSmithError([Problem("--fio-target", "expected an absolute directory or /dev/ device path",
+                                         value=target)], title="bad --fio-target")
+    if is_device and not destructive and nqns:
+        return WritePlan(kind="device", path=target, scratch_nqns=nqns,
+                         summary=f"fio overwrites {target} on {where}, after each host checks that it is a scratch "
+                                 f"namespace of the plan ({', '.join(nqns)})")
+    what = (f"overwrite the data on {target}" if is_device else
+            f"write {files} file(s) of up to {per_host / 1e6:.0f} MB per client into {target}")
+    if not destructive:
+        scratch_text = scratch.path if scratch else "none"
+        raise ClusterSmithError([Problem("--fio-target", f"not a scratch area of the plan (scratch directory: "
+                                         f"{scratch_text}; scratch namespaces: {', '.join(nqns) or 'none'}); fio "
+                                         f"would {what} on {where}; pass --destructive to allow it", value=target)],
+                                title="refusing to write outside the plan's scratch areas")
+    return WritePlan(kind="device" if is_device else "directory", path=target, destructive=True,
+                     summary=f"--destructive: fio will {what} on {where}")
