@@ -18,6 +18,7 @@ LAB_MODULES = (
     "null_blk", "dm_mod", "dm_cache", "dm_cache_smq", "dm_persistent_data", "dm_bio_prison", "dm_bufio",
     "virtio_net", "virtio_blk", "virtio_pci", "veth",
     "ext4",  # the tiered file system storage_tiering mounts on the dm-cache volume
+    "crc32_generic",  # rdma_rxe computes the RoCE ICRC with the "crc32" crypto algorithm, a module in Debian
 )
 FAST_DISK = 1 << 30
 SLOW_DISK = 4 << 30
