@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import shlex
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,46 +19,18 @@ import pytest
 import yaml
 
 from blueprints.blueprint import Blueprint
-from blueprints.render import build
 from stacks.lab import Lab
-from tests.lab.conftest import TIMINGS, require_lab_tools
-from tests.promtool.support import blueprint
+from tests.lab import test_accept_lab
+from tests.lab.conftest import TIMINGS
 
 pytestmark = pytest.mark.lab
 
+# The acceptance test's build, `lab up` and site.yml fixtures, reused (module-scoped: one lab per module).
+built = test_accept_lab.built
+deployed = test_accept_lab.deployed
+
 REPO = Path(__file__).resolve().parents[2]
 ALERT = "NvmeofPathDown"
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Blueprint, Path]:
-    bp = blueprint(REPO / "examples" / "lab.yaml")
-    folder, _ = build(bp, tmp_path_factory.mktemp("monitoring-lab") / "out")
-    return bp, folder
-
-
-@pytest.fixture(scope="module")
-def deployed(built: tuple[Blueprint, Path]) -> Iterator[Lab]:
-    require_lab_tools()
-    bp, folder = built
-    assert bp.lab is not None
-    lab = Lab(bp.lab, bp.name, folder)
-    started = time.monotonic()
-    try:
-        lab.up()
-        TIMINGS["monitoring: lab up"] = time.monotonic() - started
-        started = time.monotonic()
-        play = subprocess.run(
-            [str(REPO / ".venv/bin/ansible-playbook"), "-i", str(folder / "ansible/inventory.yml"),
-             str(folder / "ansible/site.yml")],
-            cwd=REPO, capture_output=True, text=True, timeout=3600, check=False,
-            env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
-        )
-        TIMINGS["monitoring: site.yml"] = time.monotonic() - started
-        assert play.returncode == 0, play.stdout[-8000:] + play.stderr[-4000:]
-        yield lab
-    finally:
-        lab.down()
 
 
 def prometheus(lab: Lab, bp: Blueprint, path: str) -> Any:
