@@ -38,6 +38,14 @@ DISABLED_UNITS = (
     "timers.target.wants/e2scrub_all.timer",
     "timers.target.wants/fstrim.timer",
 )
+# First-boot work a throw-away guest never needs: Debian's packages ship hwdb.bin and ld.so.cache
+# already, but /etc/.updated is missing, so these would rebuild them (minutes under TCG).
+MASKED_UNITS = (
+    "systemd-hwdb-update.service",
+    "ldconfig.service",
+    "systemd-journal-catalog-update.service",
+    "systemd-update-done.service",
+)
 PRUNED = (
     "usr/share/doc",
     "usr/share/man",
@@ -115,6 +123,10 @@ def customize(root: Path) -> None:
         key.unlink()
     for rel in DISABLED_UNITS:
         (root / "etc/systemd/system" / rel).unlink(missing_ok=True)
+    for unit in MASKED_UNITS:
+        masked = root / "etc/systemd/system" / unit
+        masked.unlink(missing_ok=True)
+        masked.symlink_to("/dev/null")
     for rel in PRUNED:
         path = root / rel
         if path.is_dir() and not path.is_symlink():

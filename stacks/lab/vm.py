@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import time
@@ -30,6 +31,8 @@ def kernel_append(host: HostState, public_key_b64: str) -> str:
         f"cs.mgmt={host.mgmt_mac}",
     ]
     words += [f"cs.rail={n.netdev},{n.mac},{n.cidr},{n.mtu}" for n in host.rails]
+    # e.g. CLUSTERSMITH_LAB_KERNEL_ARGS="systemd.journald.forward_to_console=1" to watch a boot
+    words += os.environ.get("CLUSTERSMITH_LAB_KERNEL_ARGS", "").split()
     append = " ".join(words)
     if len(append) > 2000:
         raise LabError(f"kernel command line for {host.name} is {len(append)} bytes; the limit is 2048")
