@@ -10,6 +10,7 @@ reported as a setup error and never as a measured miss.
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import re
 import shutil
@@ -209,8 +210,9 @@ class Runner:
         clients = self.inventory.group("gpu_clients")
         prometheus = self.inventory.group("monitoring")[:1]
         hosts = sorted(set(clients) | set(prometheus))
-        outcomes = self._play("probe", "probe.yml", hosts, {"accept_probes": probes, "accept_prometheus": prometheus},
-                              180)
+        outcomes = self._play("probe", "probe.yml", hosts, {
+            "accept_probes": probes, "accept_prometheus": prometheus,
+            "accept_prometheus_url": self.prometheus_url(prometheus[0]) if prometheus else ""}, 180)
         for host in clients:
             o = outcomes[host]
             if "nvme" in probes:
@@ -243,6 +245,16 @@ class Runner:
         if not prometheus:
             for cid in check_ids.get("targets", []) + check_ids.get("cache", []):
                 self.setup_errors.setdefault(cid, {})["inventory"] = "no host in group monitoring"
+
+    def prometheus_url(self, host: str) -> str:
+        """Prometheus as its host reaches it: on the address in the plan's listen network, else loopback."""
+        port = next((j.port for j in self.bp.monitoring.scrape if j.exporter == "prometheus"), 9090)
+        address = "127.0.0.1"
+        if self.bp.monitoring.listen_cidr is not None:
+            network = ipaddress.IPv4Network(self.bp.monitoring.listen_cidr.value)
+            address = next((r.address for r in self.inventory.hosts[host].rails
+                            if ipaddress.IPv4Address(r.address) in network), address)
+        return f"http://{address}:{port}"
 
     def finish(self) -> None:
         self._write("setup-errors.json", text=json.dumps(self.setup_errors, indent=2))

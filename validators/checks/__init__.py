@@ -42,3 +42,14 @@ def setup_failure(errors: dict[str, str]) -> Measurement | None:
     if not errors:
         return None
     return Measurement(setup_error="; ".join(f"{host}: {why}" for host, why in sorted(errors.items())))
+
+
+def one_file(check: Check, results: Results, what: str, *parts: str) -> tuple[str, str] | Measurement:
+    """The text and path of the one output file a rule reads, or the setup error that stands in for it."""
+    failed = setup_failure(results.setup_errors(check.id))
+    if failed is not None:
+        return failed
+    text = results.text(*parts)
+    if text is None:
+        return missing(what, "/".join(parts))
+    return text, str(results.root.joinpath(*parts))

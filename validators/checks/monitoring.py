@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from blueprints.blueprint import Check
-from validators.checks import missing, rule, setup_failure
+from validators.checks import one_file, rule
 from validators.monitoring import parse_targets, parse_vector
 from validators.outcome import Detail, Measurement
 from validators.results import Results
@@ -11,13 +11,10 @@ from validators.results import Results
 
 @rule("monitoring.targets_up")
 def targets_up(check: Check, results: Results) -> Measurement:
-    failed = setup_failure(results.setup_errors(check.id))
-    if failed is not None:
-        return failed
-    text = results.text("prometheus", "targets.json")
-    if text is None:
-        return missing("Prometheus targets", "prometheus/targets.json")
-    targets = parse_targets(text, str(results.root / "prometheus" / "targets.json"))
+    found = one_file(check, results, "Prometheus targets", "prometheus", "targets.json")
+    if isinstance(found, Measurement):
+        return found
+    targets = parse_targets(*found)
     if targets.up_ratio is None:
         return Measurement(setup_error="Prometheus has no active scrape targets")
     details = tuple(Detail(where=f"{t.labels.get('job', '?')} {t.labels.get('instance', t.scrapeUrl)}",
@@ -30,13 +27,10 @@ def targets_up(check: Check, results: Results) -> Measurement:
 
 @rule("cache.hit_ratio")
 def cache_hit_ratio(check: Check, results: Results) -> Measurement:
-    failed = setup_failure(results.setup_errors(check.id))
-    if failed is not None:
-        return failed
-    text = results.text("prometheus", "cache_hit_ratio.json")
-    if text is None:
-        return missing("answer to the cache hit ratio query", "prometheus/cache_hit_ratio.json")
-    samples = parse_vector(text, str(results.root / "prometheus" / "cache_hit_ratio.json"))
+    found = one_file(check, results, "answer to the cache hit ratio query", "prometheus", "cache_hit_ratio.json")
+    if isinstance(found, Measurement):
+        return found
+    samples = parse_vector(*found)
     if not samples:
         return Measurement(setup_error="Prometheus has no clustersmith_lvmcache_read_hit_ratio series yet "
                                        "(exporter not scraped, or no cache)")
