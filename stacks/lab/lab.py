@@ -277,7 +277,7 @@ class Lab:
                 if not vm.is_running(host):
                     raise LabError(f"VM {name} exited while booting; console:\n{vm.console_tail(host)}")
                 try:
-                    probe = ssh.run(host.ssh_port, planned.private_key, READY_PROBE, timeout=20)
+                    probe = ssh.run(host.ssh_port, planned.private_key, READY_PROBE, timeout=90)
                 except subprocess.TimeoutExpired:
                     continue
                 word = probe.stdout.strip()

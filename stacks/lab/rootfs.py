@@ -31,6 +31,10 @@ BASE_PACKAGES = (
 DISABLED_UNITS = (
     "multi-user.target.wants/prometheus.service",
     "multi-user.target.wants/prometheus-node-exporter.service",
+    "multi-user.target.wants/prometheus-alertmanager.service",
+    "default.target.wants/nvmf-autoconnect.service",
+    "default.target.wants/nvmefc-boot-connections.service",
+    "getty.target.wants/getty@tty1.service",
     "multi-user.target.wants/e2scrub_reap.service",
     "timers.target.wants/apt-daily-upgrade.timer",
     "timers.target.wants/apt-daily.timer",

@@ -48,7 +48,8 @@ def cmdline_key(private_key: Path) -> str:
     return base64.b64encode(private_key.with_suffix(".pub").read_bytes().strip()).decode()
 
 
-def argv(port: int, private_key: Path, command: str, connect_timeout: int = 5) -> list[str]:
+def argv(port: int, private_key: Path, command: str, connect_timeout: int = 60) -> list[str]:
+    # the key exchange alone can take half a minute in a TCG guest on a busy host
     return [
         "ssh",
         *OPTIONS,
@@ -77,6 +78,6 @@ def run(port: int, private_key: Path, command: str, timeout: float = 120.0) -> s
 def answers(port: int, private_key: Path) -> bool:
     """True once sshd accepts the lab key and runs a command."""
     try:
-        return run(port, private_key, "true", timeout=15).returncode == 0
+        return run(port, private_key, "true", timeout=90).returncode == 0
     except subprocess.TimeoutExpired:
         return False
