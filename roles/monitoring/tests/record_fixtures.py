@@ -2,7 +2,7 @@
 
 Boots a two-VM lab (storage-1, client-1, two rails) from the cached lab image, exports a null_blk
 namespace from storage-1 over both rails, connects client-1 to it twice (one path per rail), builds an
-lvmcache on storage-1's fast and slow disks, reads through it, and saves the raw output of the tools
+lvmcache on client-1's fast and slow disks, reads through it, and saves the raw output of the tools
 the exporter parses into fixtures/. Cuts rail 0 of client-1 to record a path that is not live.
 Always tears the lab down.
 
@@ -15,11 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-from blueprints.lab_plan import LabHost, LabPlan
-from stacks.lab import Lab
-from stacks.lab.defaults import default_plan
+from blueprints.cli import plan_file
+from blueprints.lab_plan import LabPlan
+from stacks.lab import Lab, LabInputError
 
 HERE = Path(__file__).resolve().parent / "fixtures"
+REPO = Path(__file__).resolve().parents[3]
 NQN = "nqn.2026-11.io.clustersmith:record:hot-1"
 SYSFS_DUMP = (
     "for f in /sys/class/nvme-subsystem/nvme-subsys*/subsysnqn /sys/class/nvme-subsystem/nvme-subsys*/iopolicy "
@@ -67,6 +68,14 @@ def run(lab: Lab, host: str, command: str) -> str:
     return done.stdout
 
 
+def lab_plan() -> LabPlan:
+    """examples/lab.yaml's lab (its image carries crc32_generic, which rdma_rxe needs), storage-1 and client-1 only."""
+    full = plan_file(REPO / "examples" / "lab.yaml").lab
+    assert full is not None
+    hosts = tuple(h.model_copy(update={"cpus": 1}) for h in full.hosts if h.name in ("storage-1", "client-1"))
+    return full.model_copy(update={"hosts": hosts})
+
+
 def rxe(lab: Lab, host: str) -> None:
     """Soft-RoCE on both rails; ``rdma link add`` fails now and then right after modprobe, so retry."""
     run(lab, host, "modprobe -a rdma_rxe nvme_rdma nvmet nvmet_rdma rdma_ucm ib_uverbs")
@@ -85,12 +94,13 @@ def save(name: str, text: str) -> None:
 
 
 def main(workdir: str) -> None:
-    base = default_plan()
-    storage, client = base.hosts[0], base.hosts[1]
-    plan = LabPlan(hosts=(storage, LabHost(name="client-1", role="gpu_client", memory_mib=client.memory_mib,
-                                           cpus=client.cpus)), rails=base.rails, image=base.image)
-    lab = Lab(plan, "record", Path(workdir))
-    lab.up()
+    """Boot the lab in ``workdir``, or use the one already running there (its hosts as freshly booted)."""
+    try:
+        lab = Lab.attach(Path(workdir))
+    except LabInputError:
+        plan = lab_plan()
+        lab = Lab(plan, "record", Path(workdir))
+        lab.up()
     try:
         rxe(lab, "storage-1")
         rxe(lab, "client-1")
@@ -108,9 +118,9 @@ def main(workdir: str) -> None:
         save("nvme-list-subsys-rail0-cut.json", run(lab, "client-1", "nvme list-subsys -o json"))
         save("sysfs-client-rail0-cut.tsv", run(lab, "client-1", SYSFS_DUMP))
         lab.set_link("client-1", 0, up=True)
-        run(lab, "storage-1", CACHE_SETUP)
-        save("dmsetup-status-cache.txt", run(lab, "storage-1", "dmsetup status --target cache"))
-        save("dmsetup-status.txt", run(lab, "storage-1", "dmsetup status"))
+        run(lab, "client-1", CACHE_SETUP)
+        save("dmsetup-status-cache.txt", run(lab, "client-1", "dmsetup status --target cache"))
+        save("dmsetup-status.txt", run(lab, "client-1", "dmsetup status"))
         save("uname.txt", run(lab, "client-1", "uname -r; nvme version; dmsetup version; ping -V"))
     finally:
         lab.down()
