@@ -7,7 +7,10 @@ small.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterable
 from importlib import resources
@@ -96,12 +99,22 @@ def bootstrap(suite: str, pkgs: list[str], target: Path, mirror: str, progress: 
         raise LabError("debootstrap is not installed (apt-get install debootstrap)")
     argv = debootstrap_argv(suite, pkgs, target, mirror)
     log_lines: list[str] = []
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        assert proc.stdout is not None
+    # its own session, so an interrupt can end debootstrap and every dpkg it started at once
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    try:
         for line in proc.stdout:
             log_lines.append(line)
             if line.startswith("I: "):
                 progress(ProgressEvent("image", "debootstrap: " + line[3:].strip()))
+        proc.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        proc.stdout.close()
     if proc.returncode != 0:
         tail = "".join(log_lines[-20:])
         raise LabError(f"debootstrap failed ({proc.returncode}) from {mirror}:\n{tail}")
@@ -127,8 +140,8 @@ def customize(root: Path) -> None:
         key.unlink()
     for rel in DISABLED_UNITS:
         (root / "etc/systemd/system" / rel).unlink(missing_ok=True)
-    for unit in MASKED_UNITS:
-        masked = root / "etc/systemd/system" / unit
+    for name in MASKED_UNITS:
+        masked = root / "etc/systemd/system" / name
         masked.unlink(missing_ok=True)
         masked.symlink_to("/dev/null")
     for rel in PRUNED:

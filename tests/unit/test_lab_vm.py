@@ -10,6 +10,7 @@ import yaml
 from stacks.lab import image, inventory, vm
 from stacks.lab.defaults import default_plan
 from stacks.lab.errors import LabError
+from stacks.lab.kernel import KernelPackage
 from stacks.lab.lab import Lab
 from stacks.lab.state import LabState
 
@@ -17,7 +18,9 @@ from stacks.lab.state import LabState
 @pytest.fixture
 def planned(tmp_path: Path) -> LabState:
     lab = Lab(default_plan(), "unit", tmp_path / "out" / "unit")
-    built = image.BuiltImage.model_construct(directory=tmp_path / "img")
+    built = image.BuiltImage.model_construct(
+        directory=tmp_path / "img", modules=(), build_seconds=0.0, kernel_release="6.1"
+    )
     return lab._plan_state(built, "tcg", tmp_path / "key", Path("/tmp/clustersmith-lab-x"))
 
 
