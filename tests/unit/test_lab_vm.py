@@ -18,9 +18,8 @@ from stacks.lab.state import LabState
 @pytest.fixture
 def planned(tmp_path: Path) -> LabState:
     lab = Lab(default_plan(), "unit", tmp_path / "out" / "unit")
-    built = image.BuiltImage.model_construct(
-        directory=tmp_path / "img", modules=(), build_seconds=0.0, kernel_release="6.1"
-    )
+    inputs = image.inputs_for(default_plan().image, KernelPackage(name="linux-image-6.1.0-57-amd64", version="1"))
+    built = image.BuiltImage(inputs=inputs, directory=tmp_path / "img", kernel_release="6.1", modules=(), build_seconds=0)
     return lab._plan_state(built, "tcg", tmp_path / "key", Path("/tmp/clustersmith-lab-x"))
 
 
