@@ -19,7 +19,9 @@ from stacks.lab.state import LabState
 def planned(tmp_path: Path) -> LabState:
     lab = Lab(default_plan(), "unit", tmp_path / "out" / "unit")
     inputs = image.inputs_for(default_plan().image, KernelPackage(name="linux-image-6.1.0-57-amd64", version="1"))
-    built = image.BuiltImage(inputs=inputs, directory=tmp_path / "img", kernel_release="6.1", modules=(), build_seconds=0)
+    built = image.BuiltImage(
+        inputs=inputs, directory=tmp_path / "img", kernel_release="6.1", modules=(), build_seconds=0
+    )
     return lab._plan_state(built, "tcg", tmp_path / "key", Path("/tmp/clustersmith-lab-x"))
 
 
