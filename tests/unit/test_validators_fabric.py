@@ -1,0 +1,114 @@
+"""QoS layers and Prometheus answers recorded in the QEMU lab (tests/fixtures/lab/record.py), and their rules.
+Plan values (DSCP, priority, ToS) come from the Blueprint; the host side from the recordings."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from blueprints.blueprint import Blueprint
+from blueprints.loader import load_requirements
+from blueprints.planner import plan
+from validators.errors import ParseError
+from validators.evaluate import evaluate
+from validators.monitoring import parse_targets, parse_vector
+from validators.outcome import CheckResult
+from validators.qos import host_layers, parse_env_file
+from validators.results import Results
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def bp() -> Blueprint:
+    return plan(load_requirements(REPO / "examples" / "lab.yaml"))
+
+
+def judged(bp: Blueprint, root: Path, check_id: str) -> CheckResult:
+    return evaluate(bp, Results(root), [check_id], strict=True)[0]
+
+
+def recorded_roce_tos() -> dict[str, str]:
+    """The runner's qos/<host>/rdma_cm_tos.json, from the recorded `grep -H` of rdma_cm's configfs."""
+    lines = (FIXTURES / "qos" / "lab-rdma_cm.txt").read_text().splitlines()
+    return dict(line.split(":", 1) for line in lines if "default_roce_tos" in line.split(":", 1)[0])
+
+
+def nccl_conf(bp: Blueprint) -> str:
+    """/etc/nccl.conf as the nccl role writes it (its own conf_text) from the Blueprint's NCCL environment."""
+    spec = importlib.util.spec_from_file_location("nccl_config", REPO / "roles/nccl/library/nccl_config.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return str(module.conf_text({e.name: e.value for e in bp.nccl.env}, "default"))
+
+
+def qos_results(root: Path, host: str, roce_tos: dict[str, str], conf: str | None) -> Path:
+    folder = root / "qos" / host
+    folder.mkdir(parents=True)
+    (folder / "rdma_cm_tos.json").write_text(json.dumps(roce_tos))
+    if conf is not None:
+        (folder / "nccl.conf").write_text(conf)
+    return root
+
+
+def test_recorded_rdma_cm_tos_and_the_planned_nccl_tc_agree(bp: Blueprint, tmp_path: Path) -> None:
+    got = judged(bp, qos_results(tmp_path, "client-1", recorded_roce_tos(), nccl_conf(bp)), "qos.consistency")
+    assert got.status == "pass" and got.measured == 1
+    assert "rdma_cm rxe0 default_roce_tos" in got.details[0].note and "NCCL_IB_TC" in got.details[0].note
+
+
+def test_a_layer_on_the_cnp_class_is_named_with_both_values(bp: Blueprint, tmp_path: Path) -> None:
+    wrong = {path: str(bp.qos.cnp_dscp.value << 2) for path in recorded_roce_tos()}
+    got = judged(bp, qos_results(tmp_path, "client-1", wrong, nccl_conf(bp)), "qos.consistency")
+    assert got.status == "fail" and got.measured == 0
+    assert f"(DSCP {bp.qos.cnp_dscp.value})" in got.message and f"DSCP {bp.qos.dscp.value}" in got.message
+
+
+def test_a_host_stating_no_layer_fails(bp: Blueprint, tmp_path: Path) -> None:
+    got = judged(bp, qos_results(tmp_path, "client-2", {}, None), "qos.consistency")
+    assert got.status == "fail" and "client-2: no layer states a QoS marking" in got.message
+
+
+def test_discovery_conf_tos_options_are_layers() -> None:
+    text = "# written by the nvmeof role\n--transport=rdma --traddr=10.77.0.1 --trsvcid=4420 --tos=106\n"
+    layers = host_layers("client-1", None, text, {})
+    assert [(layer.layer, layer.dscp, layer.field) for layer in layers] == \
+        [("nvmeof", 106 >> 2, "client-1:/etc/nvme/discovery.conf line 2")]
+
+
+def test_bad_nccl_conf_line() -> None:
+    with pytest.raises(ParseError, match="line 2: expected KEY=VALUE"):
+        parse_env_file("NCCL_IB_TC=106\nNCCL_IB_HCA\n", "nccl.conf")
+
+
+def test_recorded_targets_down_fail_with_their_errors(bp: Blueprint, tmp_path: Path) -> None:
+    targets = parse_targets((FIXTURES / "monitoring" / "lab-targets.json").read_text(), "x")
+    assert [t.health for t in targets.active] == ["down", "down"] and targets.up_ratio == 0
+    (tmp_path / "prometheus").mkdir()
+    (tmp_path / "prometheus" / "targets.json").write_text((FIXTURES / "monitoring" / "lab-targets.json").read_text())
+    got = judged(bp, tmp_path, "monitoring.targets_up")
+    assert got.status == "fail" and got.measured == 0
+    assert got.notes == ("down: node localhost:9100, prometheus localhost:9090",)
+    assert "network is unreachable" in got.details[0].note
+
+
+@pytest.mark.parametrize(("text", "field", "message"), [
+    ('{"status": "error", "error": "bad query"}', "status", "expected a Prometheus API answer"),
+    ('{"status": "success", "data": {"activeTargets": {}}}', "data.activeTargets", "expected a list"),
+])
+def test_bad_targets_answer(text: str, field: str, message: str) -> None:
+    with pytest.raises(ParseError) as err:
+        parse_targets(text, "t.json")
+    assert err.value.problems[0].path == field and message in err.value.problems[0].message
+
+
+def test_bad_query_answer() -> None:
+    with pytest.raises(ParseError, match="expected an instant vector"):
+        parse_vector('{"status": "success", "data": {"resultType": "matrix", "result": []}}', "q.json")

@@ -1,0 +1,129 @@
+"""perftest and nvme-cli output recorded in the QEMU lab (tests/fixtures/lab/record.py), and their rules."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from blueprints.blueprint import Blueprint
+from blueprints.loader import load_requirements
+from blueprints.planner import plan
+from validators.errors import ParseError
+from validators.evaluate import evaluate
+from validators.nvmeof import parse_list_subsys
+from validators.outcome import CheckResult
+from validators.rdma import parse_perftest_bw, parse_perftest_lat
+from validators.results import Results
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+RDMA, NVME = FIXTURES / "rdma", FIXTURES / "nvmeof"
+
+
+def blueprint(name: str) -> Blueprint:
+    return plan(load_requirements(REPO / "examples" / f"{name}.yaml"))
+
+
+def judged(bp: Blueprint, root: Path, check_id: str) -> CheckResult:
+    return evaluate(bp, Results(root), [check_id], strict=True)[0]
+
+
+def test_ib_write_bw_soft_roce() -> None:
+    out = parse_perftest_bw((RDMA / "lab-ib_write_bw-rail0.client.txt").read_text(), "x")
+    assert (out.banner.test, out.banner.device, out.banner.qps, out.banner.link_type) == \
+        ("RDMA_Write BW Test", "rxe0", 2, "Ethernet")
+    assert [(r.bytes, r.iterations) for r in out.rows] == [(65536, 82)]
+    assert out.average_gbit == 0.013789 and out.rows[0].peak_gbit == 0.0
+
+
+def test_ib_read_lat_columns_with_spaces_and_tabs() -> None:
+    out = parse_perftest_lat((RDMA / "lab-ib_read_lat-rail0.client.txt").read_text(), "x")
+    row = out.rows[0]
+    assert out.banner.test == "RDMA_Read Latency Test" and (row.bytes, row.iterations) == (2, 1000)
+    assert (row.t_typical_us, row.p99_us, row.p99_9_us) == (4218.98, 26516.01, 113711.81)
+
+
+def test_the_server_side_prints_the_same_table() -> None:
+    client = parse_perftest_bw((RDMA / "lab-ib_write_bw-rail0.client.txt").read_text(), "c")
+    server = parse_perftest_bw((RDMA / "lab-ib_write_bw-rail0.server.txt").read_text(), "s")
+    assert server.rows[0].bytes == client.rows[0].bytes
+
+
+@pytest.mark.parametrize(("text", "field", "message"), [
+    ("", "(document)", "expected a results table starting with '#bytes'"),
+    (" Couldn't connect to 10.77.0.1:18515\n", "(document)", "expected a results table"),
+    (" #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n-----\n", "(table)",
+     "expected at least one result row"),
+    (" #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n 65536 82 0.0 fast 0.1\n", "row 1",
+     "expected 5 numbers"),
+    (" #bytes #iterations BW peak[bananas] BW average[bananas] MsgRate[Mpps]\n 65536 82 0 1 0\n", "(header)",
+     "expected a bandwidth unit"),
+])
+def test_bad_bandwidth_output(text: str, field: str, message: str) -> None:
+    with pytest.raises(ParseError) as err:
+        parse_perftest_bw(text, "bad.txt")
+    assert err.value.problems[0].path == field and message in err.value.problems[0].message
+
+
+def test_rdma_rule_takes_the_slowest_rail(tmp_path: Path) -> None:
+    for rail in (0, 1):
+        (tmp_path / "ib_write_bw" / f"rail{rail}").mkdir(parents=True)
+        shutil.copy(RDMA / f"lab-ib_write_bw-rail{rail}.client.txt", tmp_path / "ib_write_bw" / f"rail{rail}" /
+                    "client-1.txt")
+    values = [parse_perftest_bw((RDMA / f"lab-ib_write_bw-rail{r}.client.txt").read_text(), "x").average_gbit
+              for r in (0, 1)]
+    lab = judged(blueprint("lab"), tmp_path, "rdma.write_bw")
+    assert lab.measured == min(values) and lab.status == "info" and len(lab.details) == 2
+    prod = blueprint("cv-training-500tb")
+    got = judged(prod, tmp_path, "rdma.write_bw")
+    threshold = next(c.threshold for c in prod.acceptance.checks if c.id == "rdma.write_bw")
+    assert got.status == "fail" and f"expected >= {threshold:.4g} Gb/s" in got.message
+
+
+def test_list_subsys_of_nvme_cli_2() -> None:
+    listing = parse_list_subsys((NVME / "lab-list-subsys.json").read_text(), "x")
+    sub = listing.subsystems[0]
+    assert (sub.name, sub.nqn, sub.fabrics) == ("nvme-subsys0", "nqn.2026-11.io.clustersmith:lab:record", True)
+    assert [(p.name, p.address["traddr"], p.state) for p in sub.paths] == \
+        [("nvme0", "10.77.0.1", "live"), ("nvme1", "10.77.1.1", "live")]
+
+
+def nvme_results(root: Path, listing: str, policy: str) -> Path:
+    (root / "nvme").mkdir(parents=True, exist_ok=True)
+    shutil.copy(NVME / listing, root / "nvme" / "client-1.json")
+    (root / "nvme" / "client-1.iopolicy.json").write_text(json.dumps({"nvme-subsys0": policy}))
+    return root
+
+
+def test_both_paths_live_with_the_planned_policy_pass(tmp_path: Path) -> None:
+    policy = (NVME / "lab-iopolicy.txt").read_text().strip()
+    got = judged(blueprint("lab"), nvme_results(tmp_path, "lab-list-subsys.json", policy), "nvmeof.paths")
+    assert got.status == "pass" and got.measured == 2 and got.notes == ()
+
+
+def test_a_cut_rail_is_reported_as_a_degraded_path(tmp_path: Path) -> None:
+    got = judged(blueprint("lab"), nvme_results(tmp_path, "lab-list-subsys.rail0-cut.json", "round-robin"),
+                 "nvmeof.paths")
+    assert got.status == "fail" and got.measured == 1
+    assert got.notes == ("degraded: client-1 nvme-subsys0 path nvme0 (10.77.0.1) is connecting",)
+
+
+def test_a_wrong_iopolicy_fails_even_with_every_path_live(tmp_path: Path) -> None:
+    got = judged(blueprint("lab"), nvme_results(tmp_path, "lab-list-subsys.rail0-back.json", "numa"), "nvmeof.paths")
+    assert got.status == "fail" and got.measured == 2
+    assert "client-1 nvme-subsys0: iopolicy numa, planned round-robin" in got.message
+
+
+@pytest.mark.parametrize(("text", "field", "message"), [
+    ("not json", "(line 1)", "invalid JSON"),
+    ('[{"Subsystems": {"Name": "x"}}]', "0.Subsystems", "expected a list of subsystems"),
+    ('[{"Subsystems": [{"Name": "nvme-subsys0", "NQN": "n", "Paths": [{"Name": "nvme0"}]}]}]',
+     "0.Subsystems.0.Paths.0", "expected a path with Name, Transport, Address and State"),
+])
+def test_bad_list_subsys(text: str, field: str, message: str) -> None:
+    with pytest.raises(ParseError) as err:
+        parse_list_subsys(text, "bad.json")
+    assert err.value.problems[0].path == field and message in err.value.problems[0].message
