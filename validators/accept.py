@@ -24,12 +24,13 @@ def run_tools(bp: Blueprint, build_dir: Path, inventory: Inventory, results: Pat
             served = [c for c in fio_checks if c.args.get("workload") == workload.name]
             if served:
                 runner.fio(workload, served, write)
+        gid = next((e.value for e in bp.nccl.env if e.name == "NCCL_IB_GID_INDEX"), None)
         for check in checks:
             if check.tool == "ib_write_bw":
                 duration = int(check.args.get("duration", "10"))
-                runner.perftest(check, "ib_write_bw", ["-s", check.args.get("size", "65536"), "-D", str(duration),
-                                                       "-q", check.args.get("qps", "1"), "--report_gbits", "-F"],
-                                duration)
+                args = ["-s", check.args.get("size", "65536"), "-D", str(duration), "-q", check.args.get("qps", "1"),
+                        "--report_gbits", "-F", *(["-x", gid] if gid is not None else [])]
+                runner.perftest(check, "ib_write_bw", args, duration)
         wanted: dict[str, list[str]] = {}
         for check in checks:
             if check.id in PROBES:
