@@ -95,7 +95,8 @@ def test_one_qos_plan_feeds_every_layer() -> None:
 def test_fabric_by_target(provider_block: dict[str, str], kind: str, managed: bool) -> None:
     # targets every cloud's managed file system can hold (Azure Managed Lustre lists at most 128 TiB per tier)
     bp = planned(spec(target=provider_block, performance__storage__latency_p99="<2ms",
-                      performance__storage__read_throughput=">=50GB/s", performance__storage__write_throughput=">=10GB/s",
+                      performance__storage__read_throughput=">=50GB/s",
+                      performance__storage__write_throughput=">=10GB/s",
                       data__training_set="50TB", data__validation_set="5TB"))
     assert bp.fabric.kind.value == kind
     assert bp.fabric.provider_managed is managed
