@@ -1,0 +1,93 @@
+"""What every target's ``ComponentResource`` shares: host records, the ``clustersmith`` output, subnets."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+
+from stacks.model import GROUPS, Machine
+from stacks.outputs import RailKind
+
+
+@dataclass
+class RailOut:
+    index: int
+    kind: RailKind
+    netdev: str | None = None
+    address: pulumi.Input[str] | None = None
+    prefix: int | None = None
+    network_card: int | None = None
+
+    def value(self) -> dict[str, Any]:
+        return {"index": self.index, "name": f"rail{self.index}", "kind": self.kind, "netdev": self.netdev,
+                "address": self.address, "prefix": self.prefix, "network_card": self.network_card}
+
+
+@dataclass
+class HostOut:
+    machine: Machine
+    address: pulumi.Input[str]
+    user: str
+    rails: list[RailOut] = field(default_factory=list)
+
+    def value(self) -> pulumi.Output[str]:
+        """The host as JSON once its addresses resolve. Only the addresses that are Outputs are awaited, and
+        the result is a string: an apply that returned nested dicts would lift every field of every rail into
+        an Output again (a 2,048-host stack with 32 rails each spends minutes doing that)."""
+        m = self.machine
+        rails = [r.value() for r in self.rails]
+        waits = [i for i, r in enumerate(rails) if isinstance(r["address"], pulumi.Output)]
+        pending = [self.address] + [rails[i]["address"] for i in waits]
+
+        def resolved(values: list[Any]) -> str:
+            for i, address in zip(waits, values[1:], strict=True):
+                rails[i]["address"] = address
+            return json.dumps({"name": m.name, "role": m.role, "group": GROUPS[m.role], "node_type": m.node_type,
+                               "address": values[0], "user": self.user, "rails": rails})
+
+        return pulumi.Output.all(*pending).apply(resolved)
+
+
+def stack_outputs(design: str, provider: str, hosts: list[HostOut],
+                  file_system: pulumi.Input[dict[str, Any]] | None = None) -> pulumi.Output[str]:
+    """The ``clustersmith`` output: ``stacks.outputs.StackOutputs`` as a JSON string, from the hosts' outputs."""
+    fs = pulumi.Output.from_input(file_system).apply(json.dumps)
+    return pulumi.Output.all(fs, *[h.value() for h in hosts]).apply(lambda parts: json.dumps({
+        "design": design, "provider": provider, "file_system": json.loads(parts[0]),
+        "hosts": [json.loads(h) for h in parts[1:]]}))
+
+
+def prefix_for(hosts: int, at_most: int = 24) -> int:
+    """The longest prefix whose subnet holds ``hosts`` addresses plus five the clouds reserve, at most /at_most."""
+    return min(at_most, 32 - math.ceil(math.log2(hosts + 5)))
+
+
+def carve(parent: str, prefixes: list[int]) -> list[str]:
+    """Consecutive, aligned subnets of ``parent`` with the given prefix lengths, largest first in address order."""
+    net = ipaddress.ip_network(parent)
+    order = sorted(range(len(prefixes)), key=lambda i: prefixes[i])
+    out: dict[int, str] = {}
+    cursor = int(net.network_address)
+    for i in order:
+        size = 2 ** (32 - prefixes[i])
+        cursor = (cursor + size - 1) // size * size
+        sub = ipaddress.ip_network((cursor, prefixes[i]))
+        if not sub.subnet_of(net):  # type: ignore[arg-type]
+            raise ValueError(f"{parent} cannot hold subnets of /{sorted(prefixes)}")
+        out[i] = str(sub)
+        cursor += size
+    return [out[i] for i in range(len(prefixes))]
+
+
+def nth_address(cidr: str, n: int) -> str:
+    """The n-th usable address of a subnet, counting from 10 (the first ten are left to the network)."""
+    net = ipaddress.ip_network(cidr)
+    address = net.network_address + 10 + n
+    if address >= net.broadcast_address:
+        raise ValueError(f"{cidr} has no address number {n + 10}")
+    return str(address)

@@ -1,0 +1,104 @@
+"""Typed inputs every stack shares, built from the Blueprint only: the machines, their roles and names, tags.
+
+Each target's component takes its own ``<Target>ClusterArgs`` (a subclass of ``ClusterArgs``) made by
+``from_blueprint``; nothing here touches Pulumi, so the models are cheap to build and test.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePath
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from blueprints.blueprint import Blueprint, ManagedFsPlan
+from blueprints.lab_plan import HostRole
+
+GROUPS: dict[HostRole, str] = {
+    "storage_target": "storage_targets",
+    "gpu_client": "gpu_clients",
+    "monitoring": "monitoring",
+}
+
+
+class StackError(Exception):
+    """A stack cannot be built from this Blueprint and configuration; the message says what to change."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Machine(_Frozen):
+    """One machine the stack provisions (or, in static mode, records)."""
+
+    name: str = Field(description="Host name, also the inventory name, e.g. gpu-1")
+    role: HostRole
+    node_type: str = Field(description="Instance type or server model from the Blueprint")
+    index: int = Field(description="0-based index within its host group")
+
+
+class Labels(_Frozen):
+    """What every resource is tagged with: the design and the spec it was planned from."""
+
+    design: str
+    spec: str
+
+    def tags(self) -> dict[str, str]:
+        """AWS and Azure tags."""
+        return {"clustersmith:design": self.design, "clustersmith:spec": self.spec}
+
+    def labels(self) -> dict[str, str]:
+        """GCP labels: lower-case letters, digits, '-' and '_', at most 63 characters."""
+        return {"clustersmith-design": gcp_label(self.design), "clustersmith-spec": gcp_label(self.spec)}
+
+    def tag_names(self) -> list[str]:
+        """MAAS tag names (letters, digits, '-' and '_')."""
+        return [f"clustersmith-design-{gcp_label(self.design)}", f"clustersmith-spec-{gcp_label(self.spec)}"]
+
+
+def gcp_label(text: str) -> str:
+    return re.sub(r"[^a-z0-9_-]", "-", text.lower())[:63]
+
+
+class ClusterArgs(_Frozen):
+    """What every target needs: names, machines by role, rails per GPU node and the labels."""
+
+    design: str
+    labels: Labels
+    machines: tuple[Machine, ...]
+    rails: int = Field(description="Compute-fabric NICs (rails) per GPU node")
+    storage_nics: int = Field(description="Storage-fabric NICs per node")
+
+    @staticmethod
+    def common(bp: Blueprint) -> dict[str, object]:
+        """The shared fields of every target's args, from the Blueprint."""
+        return {
+            "design": bp.name,
+            "labels": Labels(design=bp.name, spec=PurePath(bp.spec_file).name),
+            "machines": machines(bp),
+            "rails": bp.compute.rails.value,
+            "storage_nics": bp.compute.storage_nics,
+        }
+
+    def of_role(self, role: HostRole) -> list[Machine]:
+        return [m for m in self.machines if m.role == role]
+
+
+def machines(bp: Blueprint) -> tuple[Machine, ...]:
+    """Every planned machine, named as the Ansible renderer names them (``<prefix><n>``, from 1)."""
+    out: list[Machine] = []
+    for group in bp.hosts:
+        for i in range(group.count):
+            out.append(Machine(name=f"{group.name_prefix}{i + 1}", role=group.role, node_type=group.node_type,
+                               index=i))
+    return tuple(out)
+
+
+class CloudClusterArgs(ClusterArgs):
+    """What the three clouds add: the planned managed file system and how to reach the machines."""
+
+    file_system: ManagedFsPlan | None
+    ssh_public_key: str | None = None
+    ssh_user: str
+    admin_cidr: str | None = None

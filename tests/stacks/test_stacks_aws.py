@@ -1,0 +1,99 @@
+"""The AWS stack of the 16k-GPU example under mocks: counts, instance type, placement, EFA, FSx, tags."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from blueprints.blueprint import Blueprint
+from stacks.model import StackError
+from tests.stacks.conftest import Constructed, blueprint_of, construct, example
+from tests.stacks.mocks import plain
+from tests.stacks.tagging import assert_every_resource_labelled, assert_no_plaintext_secret
+
+
+@pytest.fixture(scope="module")
+def built(llm16k_stack: Constructed) -> Constructed:
+    return llm16k_stack
+
+
+def test_one_instance_per_planned_machine(built: Constructed, llm16k: Blueprint) -> None:
+    instances = built.mocks.of_type("aws:ec2/instance:Instance")
+    planned = sum(g.count for g in llm16k.hosts)
+    assert len(instances) == planned == 2048 + 1
+    gpu = [r for r in instances if plain(r.inputs)["tags"]["clustersmith:role"] == "gpu_client"]
+    assert len(gpu) == llm16k.compute.nodes.value
+    assert {r.name for r in gpu} == {f"gpu-{i}" for i in range(1, 2049)}
+
+
+def test_gpu_instances_use_the_planned_type_in_the_cluster_placement_group(built: Constructed,
+                                                                           llm16k: Blueprint) -> None:
+    (lt,) = built.mocks.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+    inputs = plain(lt.inputs)
+    assert inputs["instanceType"] == llm16k.compute.node_type.value == "p5.48xlarge"
+    (pg,) = built.mocks.of_type("aws:ec2/placementGroup:PlacementGroup")
+    assert plain(pg.inputs)["strategy"] == "cluster"
+    assert inputs["placement"]["groupName"] == f"{pg.name}-0000001"  # the group's (auto-)name
+    assert inputs["placement"]["availabilityZone"] == "us-east-1a"
+    for inst in built.mocks.of_type("aws:ec2/instance:Instance"):
+        if "launchTemplate" in inst.inputs:
+            assert plain(inst.inputs)["launchTemplate"]["id"] == f"{lt.name}-id"
+
+
+def test_one_efa_per_rail_and_one_ena(built: Constructed, llm16k: Blueprint) -> None:
+    (lt,) = built.mocks.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+    nics = plain(lt.inputs)["networkInterfaces"]
+    kinds = Counter(n.get("interfaceType", "interface") for n in nics)
+    assert kinds["efa-only"] == llm16k.compute.rails.value == 32
+    assert kinds["interface"] == 1
+    primary = [n for n in nics if n.get("interfaceType") is None]
+    assert primary[0]["networkCardIndex"] == 0 and primary[0]["deviceIndex"] == 0
+    cards = sorted(int(n["networkCardIndex"]) for n in nics if n.get("interfaceType") == "efa-only")
+    assert cards == list(range(32))
+    card0 = [n for n in nics if n.get("interfaceType") == "efa-only" and n["networkCardIndex"] == 0]
+    assert card0[0]["deviceIndex"] == 1
+
+
+def test_security_group_lets_efa_traffic_between_members(built: Constructed) -> None:
+    (sg,) = built.mocks.of_type("aws:ec2/securityGroup:SecurityGroup")
+    inputs = plain(sg.inputs)
+    assert any(r.get("self") and r["protocol"] == "-1" for r in inputs["ingress"])
+    assert any(r.get("self") and r["protocol"] == "-1" for r in inputs["egress"])
+    assert any(r.get("cidrBlocks") == ["192.0.2.0/24"] and r["fromPort"] == 22 for r in inputs["ingress"])
+
+
+def test_fsx_capacity_and_throughput_come_from_the_blueprint(built: Constructed, llm16k: Blueprint) -> None:
+    (fsx,) = built.mocks.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    m = llm16k.storage.managed
+    assert m is not None
+    inputs = plain(fsx.inputs)
+    assert inputs["storageCapacity"] == m.capacity_gib == 1920000
+    assert inputs["perUnitStorageThroughput"] == m.per_unit_throughput == 1000
+    assert inputs["deploymentType"] == "PERSISTENT_2"
+    # the file system's throughput is capacity x per-unit throughput and meets the spec's read target
+    target = llm16k.requirements.performance.storage.read_throughput.value
+    assert m.capacity_gib / 1024 * m.per_unit_throughput * 1e6 >= target
+    fs = built.outputs["file_system"]
+    assert fs["capacity_gib"] == 1920000 and fs["mount"].endswith("@tcp:/abcdef")
+
+
+def test_tags_and_secrets(built: Constructed, llm16k: Blueprint) -> None:
+    assert_every_resource_labelled(built.mocks, llm16k.name, "llm-training-16k.yaml")
+    assert_no_plaintext_secret(built.mocks, built.outputs, secrets=[])
+
+
+def test_outputs_list_every_host_with_its_efa_rails(built: Constructed) -> None:
+    hosts = built.outputs["hosts"]
+    assert len(hosts) == 2049
+    gpu = next(h for h in hosts if h["name"] == "gpu-1")
+    assert gpu["address"].startswith("10.") and gpu["user"] == "ubuntu"
+    assert [r["network_card"] for r in gpu["rails"]] == list(range(32))
+
+
+def test_missing_zone_is_a_clear_error() -> None:
+    doc = example("llm-training-16k.yaml", compute__gpus=64, performance__storage__read_throughput=">=100GB/s",
+                  performance__storage__write_throughput=">=50GB/s", data__training_set="50TB")
+    doc["target"].pop("availability_zone")
+    with pytest.raises(StackError, match=r"no availability zone: set target\.availability_zone"):
+        construct(blueprint_of(doc))

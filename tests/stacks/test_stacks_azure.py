@@ -1,0 +1,69 @@
+"""The Azure stack under mocks: ND H100 v5 VMs in one InfiniBand availability set, Azure Managed Lustre."""
+
+from __future__ import annotations
+
+import pytest
+
+from blueprints.blueprint import Blueprint
+from stacks.config import StackConfig
+from stacks.model import StackError
+from tests.stacks.conftest import SSH_KEY, Constructed, blueprint_of, construct, example
+from tests.stacks.mocks import plain
+from tests.stacks.tagging import assert_every_resource_labelled, assert_no_plaintext_secret
+
+
+@pytest.fixture(scope="module")
+def nd() -> Blueprint:
+    doc = example("llm-training-16k.yaml", compute__gpus=256, compute__instance_type="Standard_ND96isr_H100_v5",
+                  target={"provider": "azure", "region": "eastus"},
+                  performance__storage__read_throughput=">=50GB/s", performance__storage__write_throughput=">=10GB/s",
+                  data__training_set="50TB", data__validation_set="1TB", data__checkpoint_size="1TB")
+    return blueprint_of(doc, "examples/llm-on-azure.yaml")
+
+
+@pytest.fixture(scope="module")
+def built(nd: Blueprint) -> Constructed:
+    return construct(nd, StackConfig(ssh_public_key=SSH_KEY, admin_cidr="192.0.2.0/24"))
+
+
+def test_one_vm_and_nic_per_machine(built: Constructed, nd: Blueprint) -> None:
+    vms = built.mocks.of_type("azure-native:compute:VirtualMachine")
+    assert len(vms) == len(built.mocks.of_type("azure-native:network:NetworkInterface")) == 33
+    gpu = [plain(v.inputs) for v in vms if v.name.startswith("gpu-")]
+    assert len(gpu) == nd.compute.nodes.value == 32
+    assert {v["hardwareProfile"]["vmSize"] for v in gpu} == {"Standard_ND96isr_H100_v5"}
+    assert all(v["osProfile"]["linuxConfiguration"]["disablePasswordAuthentication"] for v in gpu)
+    for nic in built.mocks.of_type("azure-native:network:NetworkInterface"):
+        assert plain(nic.inputs)["enableAcceleratedNetworking"] is True
+
+
+def test_gpu_vms_share_one_infiniband_availability_set(built: Constructed) -> None:
+    (aset,) = built.mocks.of_type("azure-native:compute:AvailabilitySet")
+    (ppg,) = built.mocks.of_type("azure-native:compute:ProximityPlacementGroup")
+    assert plain(aset.inputs)["proximityPlacementGroup"]["id"] == f"{ppg.name}-id"
+    gpu = [plain(v.inputs) for v in built.mocks.of_type("azure-native:compute:VirtualMachine")
+           if v.name.startswith("gpu-")]
+    assert {v["availabilitySet"]["id"] for v in gpu} == {f"{aset.name}-id"}
+    rails = next(h for h in built.outputs["hosts"] if h["name"] == "gpu-1")["rails"]
+    assert [r["netdev"] for r in rails] == [f"ib{i}" for i in range(8)]
+
+
+def test_managed_lustre_is_sized_by_the_planner(built: Constructed, nd: Blueprint) -> None:
+    (fs,) = built.mocks.of_type("azure-native:storagecache:AmlFilesystem")
+    m = nd.storage.managed
+    assert m is not None
+    inputs = plain(fs.inputs)
+    assert inputs["sku"]["name"] == m.sku == "AMLFS-Durable-Premium-500"
+    assert inputs["storageCapacityTiB"] == m.capacity_gib / 1024 == 100
+    assert inputs["maintenanceWindow"]["dayOfWeek"] == "Sunday"
+    assert m.max_capacity is not None and inputs["storageCapacityTiB"] * 2**40 <= m.max_capacity.value
+
+
+def test_tags_and_secrets(built: Constructed) -> None:
+    assert_every_resource_labelled(built.mocks, "llm-training-16k", "llm-on-azure.yaml")
+    assert_no_plaintext_secret(built.mocks, built.outputs, secrets=[])
+
+
+def test_ssh_key_is_required(nd: Blueprint) -> None:
+    with pytest.raises(StackError, match="Azure Linux VMs need an SSH key"):
+        construct(nd, StackConfig())

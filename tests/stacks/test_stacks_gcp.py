@@ -1,0 +1,84 @@
+"""The GCP stack of the recsys example under mocks: A3 Ultra VMs on the RoCE network profile, Managed Lustre."""
+
+from __future__ import annotations
+
+import pytest
+
+from blueprints.blueprint import Blueprint
+from stacks.config import StackConfig
+from stacks.model import StackError
+from tests.stacks.conftest import SSH_KEY, Constructed, blueprint_of, construct, example
+from tests.stacks.mocks import plain
+from tests.stacks.tagging import assert_every_resource_labelled, assert_no_plaintext_secret
+
+
+@pytest.fixture(scope="module")
+def recsys() -> Blueprint:
+    return blueprint_of(example("recsys-inference.yaml"), "examples/recsys-inference.yaml")
+
+
+@pytest.fixture(scope="module")
+def built(recsys: Blueprint) -> Constructed:
+    return construct(recsys, StackConfig(ssh_public_key=SSH_KEY, project="clustersmith-test"))
+
+
+def test_one_vm_per_planned_machine_of_the_planned_type(built: Constructed, recsys: Blueprint) -> None:
+    vms = built.mocks.of_type("gcp:compute/instance:Instance")
+    assert len(vms) == sum(g.count for g in recsys.hosts) == 33
+    gpu = [plain(v.inputs) for v in vms if v.name.startswith("gpu-")]
+    assert len(gpu) == recsys.compute.nodes.value
+    assert {v["machineType"] for v in gpu} == {recsys.compute.node_type.value} == {"a3-ultragpu-8g"}
+    assert all(v["zone"] == "us-central1-a" for v in gpu)
+
+
+def test_each_rail_is_an_mrdma_nic_on_the_roce_profile(built: Constructed, recsys: Blueprint) -> None:
+    nets = {n.name: plain(n.inputs) for n in built.mocks.of_type("gcp:compute/network:Network")}
+    rdma = nets["recsys-inference-rdma"]
+    assert rdma["networkProfile"] == "projects/clustersmith-test/global/networkProfiles/us-central1-a-vpc-roce"
+    assert rdma["mtu"] == 8896
+    rails = [s for s in built.mocks.of_type("gcp:compute/subnetwork:Subnetwork") if "rail" in s.name]
+    assert len(rails) == recsys.compute.rails.value == 8
+    vm = plain(next(v for v in built.mocks.of_type("gcp:compute/instance:Instance") if v.name == "gpu-1").inputs)
+    kinds = [n["nicType"] for n in vm["networkInterfaces"]]
+    assert kinds == ["GVNIC", "GVNIC"] + ["MRDMA"] * 8
+    assert vm["scheduling"]["onHostMaintenance"] == "TERMINATE"
+
+
+def test_vms_share_a_compact_placement_policy(built: Constructed) -> None:
+    (policy,) = built.mocks.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert plain(policy.inputs)["groupPlacementPolicy"]["collocation"] == "COLLOCATED"
+    gpu = [plain(v.inputs) for v in built.mocks.of_type("gcp:compute/instance:Instance") if v.name.startswith("gpu")]
+    assert all("resourcePolicies" in v for v in gpu)
+
+
+def test_managed_lustre_capacity_and_throughput_come_from_the_blueprint(built: Constructed,
+                                                                        recsys: Blueprint) -> None:
+    (lustre,) = built.mocks.of_type("gcp:lustre/instance:Instance")
+    m = recsys.storage.managed
+    assert m is not None
+    inputs = plain(lustre.inputs)
+    assert inputs["capacityGib"] == str(m.capacity_gib) == "108000"
+    assert inputs["perUnitStorageThroughput"] == "1000"
+    assert len(inputs["filesystem"]) <= 8 and inputs["filesystem"].isalnum()
+    (conn,) = built.mocks.of_type("gcp:servicenetworking/connection:Connection")
+    assert plain(conn.inputs)["service"] == "servicenetworking.googleapis.com"
+    assert m.throughput.value.value >= recsys.requirements.performance.storage.read_throughput.value
+
+
+def test_labels_rails_and_secrets(built: Constructed) -> None:
+    assert_every_resource_labelled(built.mocks, "recsys-inference", "recsys-inference.yaml")
+    assert_no_plaintext_secret(built.mocks, built.outputs, secrets=[])
+    gpu = next(h for h in built.outputs["hosts"] if h["name"] == "gpu-1")
+    assert len(gpu["rails"]) == 8 and all(r["kind"] == "mrdma" and r["address"] for r in gpu["rails"])
+
+
+def test_missing_project_is_a_clear_error(recsys: Blueprint) -> None:
+    with pytest.raises(StackError, match=r"needs target\.project \(or clustersmith:project\)"):
+        construct(recsys, StackConfig(ssh_public_key=SSH_KEY))
+
+
+def test_tcpxo_machine_type_is_refused_by_name() -> None:
+    bp = blueprint_of(example("recsys-inference.yaml", compute__accelerator="H100-SXM",
+                              compute__instance_type="a3-megagpu-8g", target__project="p"))
+    with pytest.raises(StackError, match="GPUDirect-TCPXO"):
+        construct(bp)
