@@ -145,7 +145,7 @@ def step_up(bp: Blueprint, folder: Path, opts: DeployOptions, state_dir: Path, l
     except FileNotFoundError:
         check_pulumi_cli(folder)  # the CLI vanished between the check and the run
         raise
-    except auto.errors.CommandError as exc:
+    except auto.CommandError as exc:
         raise deploy_error("up", f"pulumi up failed: {str(exc).strip()[-2000:]}", folder) from None
     if OUTPUT_NAME not in result.outputs:
         raise deploy_error("up", f"the stack exported no {OUTPUT_NAME!r} output", folder)
