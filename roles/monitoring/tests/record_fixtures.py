@@ -110,7 +110,6 @@ def main(workdir: str) -> None:
         save("nvme-list-subsys.json", run(lab, "client-1", "nvme list-subsys -o json"))
         save("sysfs-client-live.tsv", run(lab, "client-1", SYSFS_DUMP))
         save("ping-rail0.txt", run(lab, "client-1", "ping -n -c 5 -i 0.2 -W 1 -I rail0 10.77.0.1"))
-        save("ethtool-S-rail0.txt", run(lab, "client-1", "ethtool -S rail0 || true"))
         save("ip-addr-lab-client.json", run(lab, "client-1", "ip -j -4 addr show"))
         save("ip-route-default-lab-client.json", run(lab, "client-1", "ip -j -4 route show default"))
         lab.set_link("client-1", 0, up=False)
