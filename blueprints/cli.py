@@ -94,15 +94,17 @@ def schema() -> None:
     click.echo(json.dumps(Requirements.model_json_schema(), indent=2))
 
 
-def _add_optional_groups() -> None:
-    try:
-        from stacks.lab.cli import lab
-    except ImportError:
-        return
-    cli.add_command(lab)
+def _add_downstream_commands() -> None:
+    """Commands whose code lives with the stage they drive: the lab, the stacks, the validators."""
+    from stacks.cli import deploy, inventory
+    from stacks.lab.cli import lab
+    from validators.cli import accept, parse
+
+    for command in (lab, deploy, inventory, accept, parse):
+        cli.add_command(command)
 
 
-_add_optional_groups()
+_add_downstream_commands()
 
 
 def main() -> None:
