@@ -5,7 +5,11 @@ BIN    := $(VENV)/bin
 SPEC   ?= examples/cv-training-500tb.yaml
 OUT    ?= out
 
-.PHONY: demo test test-unit test-lab lint typecheck venv clean golden bench
+# The lab tests CI runs on every submission (boot the default lab once, rails, faults, cleanup).
+# `make test-lab` runs every lab test: acceptance, monitoring alerts and the storage data path too.
+LAB_CI ?= tests/lab/test_lab_e2e.py tests/lab/test_lab_cleanup.py
+
+.PHONY: demo test test-unit test-lab test-molecule lint typecheck venv clean golden bench
 
 $(BIN)/clustersmith: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,13 +26,17 @@ demo: venv
 	$(BIN)/clustersmith explain $(OUT)/$$(basename $(SPEC) .yaml) acceptance.storage.read_throughput
 
 test: venv lint
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q tests -m "not lab"
+	$(BIN)/pytest -q -m lab $(LAB_CI)
 
 test-unit: venv
 	$(BIN)/pytest -q tests -m "not lab"
 
 test-lab: venv
 	$(BIN)/pytest -q tests -m lab
+
+test-molecule: venv
+	for role in roles/*/molecule; do (cd $$role/.. && ANSIBLE_ROLES_PATH=$(CURDIR)/roles ../../$(BIN)/molecule test) || exit 1; done
 
 lint: venv
 	$(BIN)/ruff check .
