@@ -10,9 +10,7 @@ from types import ModuleType
 ROLES = Path(__file__).resolve().parent.parent.parent / "roles"
 
 
-def load(role: str, filename: str, folder: str = "library") -> ModuleType:
-    path = ROLES / role / folder / filename
-    name = f"clustersmith_role_{role}_{path.stem}"
+def _import(name: str, path: Path) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -21,3 +19,12 @@ def load(role: str, filename: str, folder: str = "library") -> ModuleType:
     sys.modules[name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
     return module
+
+
+def load(role: str, filename: str, folder: str = "library") -> ModuleType:
+    """The module, with the role's module_utils importable as ``ansible.module_utils.<name>``, as Ansible
+    makes them for the role's modules."""
+    for util in sorted((ROLES / role / "module_utils").glob("*.py")):
+        _import(f"ansible.module_utils.{util.stem}", util)
+    path = ROLES / role / folder / filename
+    return _import(f"clustersmith_role_{role}_{path.stem}", path)

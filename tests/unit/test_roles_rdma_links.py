@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.roles.library import load
@@ -93,3 +95,27 @@ def test_a_gid_index_pointing_elsewhere_is_reported_with_the_table() -> None:
     assert message is not None
     assert message.startswith("rxe0 on rail0: GID index 3 is unset, expected 0000:0000:0000:0000:0000:ffff:0a4d:0002")
     assert "1: 0000:0000:0000:0000:0000:ffff:0a4d:0002 (RoCE v2)" in message
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "roles" / "fixtures"
+
+
+def test_recorded_rdma_link_output_maps_each_rail_to_its_rxe_device() -> None:
+    links = rl.parse_links((FIXTURES / "rdma-link-show.json").read_text())
+    assert [(link.device, link.port, link.state, link.netdev) for link in links] == [
+        ("rxe0", 1, "ACTIVE", "rail0"), ("rxe1", 1, "ACTIVE", "rail1")]
+
+
+def test_recorded_gid_table_holds_the_rails_roce_v2_gid_at_index_1(tmp_path: Path) -> None:
+    port = tmp_path / "class" / "infiniband" / "rxe1" / "ports" / "1"
+    (port / "gids").mkdir(parents=True)
+    (port / "gid_attrs" / "types").mkdir(parents=True)
+    for line in (FIXTURES / "rxe1-gids.txt").read_text().splitlines():
+        index, gid, kind = line.split(" ", 2)
+        (port / "gids" / index).write_text(gid + "\n")
+        if kind != "-":  # the kernel refuses to read the type of an empty slot
+            (port / "gid_attrs" / "types" / index).write_text(kind + "\n")
+    gids = rl.System(str(tmp_path)).gids("rxe1")
+    assert sorted(gids) == [0, 1]
+    rail = rl.parse_rails([{"index": 1, "name": "rail1", "netdev": "rail1", "address": "10.77.1.3"}], 1500)[0]
+    assert rl.check_gid(rail, "rxe1", 1, gids, "RoCE v2") is None

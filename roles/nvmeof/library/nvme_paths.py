@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ansible.module_utils.nvme_sysfs import parse_address, parse_timer
+
 DOCUMENTATION = r"""
 module: nvme_paths
 short_description: NVMe-oF connections over every rail, timers and multipath I/O policy
@@ -96,27 +98,6 @@ class Action:
         return f"{self.kind} {self.target}" + (f" ({self.detail})" if self.detail else "")
 
 
-def parse_address(text: str) -> dict[str, str]:
-    """sysfs ``address``: ``traddr=10.77.0.1,trsvcid=4420[,src_addr=...]``."""
-    out = {}
-    for part in text.strip().split(","):
-        key, _, value = part.partition("=")
-        if key:
-            out[key.strip()] = value.strip()
-    return out
-
-
-def parse_timer(text: str) -> int | None:
-    """``ctrl_loss_tmo``/``fast_io_fail_tmo`` read ``off`` for -1 (drivers/nvme/host/sysfs.c)."""
-    text = text.strip()
-    if text == "off":
-        return -1
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
 def _ipv4(value: Any, what: str) -> str:
     try:
         return str(ipaddress.IPv4Address(str(value)))
@@ -184,10 +165,12 @@ def decide_absent(wanted: list[WantedPath], controllers: list[Controller], trans
 
 
 def connect_argv(path: WantedPath, transport: str, trsvcid: int, timers: Timers) -> list[str]:
+    """``nvme connect`` with the timers nvme-cli takes; fast_io_fail_tmo (not an option of nvme-cli 2.3) is
+    written to sysfs right after, like a drifted timer."""
     argv = ["nvme", "connect", f"--transport={transport}", f"--traddr={path.traddr}", f"--trsvcid={trsvcid}",
             f"--nqn={path.nqn}", f"--ctrl-loss-tmo={timers.ctrl_loss_tmo}",
-            f"--reconnect-delay={timers.reconnect_delay}", f"--fast_io_fail_tmo={timers.fast_io_fail_tmo}",
-            f"--keep-alive-tmo={timers.keep_alive_tmo}", f"--tos={timers.tos}"]
+            f"--reconnect-delay={timers.reconnect_delay}", f"--keep-alive-tmo={timers.keep_alive_tmo}",
+            f"--tos={timers.tos}"]
     if path.host_traddr:
         argv.append(f"--host-traddr={path.host_traddr}")
     if transport == "tcp":
@@ -329,6 +312,11 @@ def converge(params: dict[str, Any], check_mode: bool, system: System, host_name
         apply(system, action, transport, trsvcid, timers)
     if absent:
         return result
+    if any(a.kind in ("connect", "reconnect") for a in actions):  # timers nvme connect could not set
+        fresh = decide(wanted, system.controllers(), timers, transport, {}, "")
+        for action in (a for a in fresh if a.kind == "set_timer"):
+            apply(system, action, transport, trsvcid, timers)
+            result["actions"].append(action.describe())
     for action in actions:
         if action.kind == "set_iopolicy":
             apply(system, action, transport, trsvcid, timers)
