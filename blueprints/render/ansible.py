@@ -32,6 +32,8 @@ INVENTORY_GROUPS: dict[HostRole, Group] = {
     "monitoring": "monitoring",
 }
 
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: 100k-GPU builds dump MBs of YAML
+
 
 class Play(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -106,7 +108,7 @@ def inventory(bp: Blueprint) -> str:
 
 
 def _indented_yaml(data: Any, indent: int) -> str:
-    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=110)
+    text = yaml.dump(data, Dumper=_DUMPER, sort_keys=False, default_flow_style=False, width=110)
     pad = " " * indent
     return "\n".join(pad + line if line else line for line in text.rstrip("\n").split("\n"))
 
@@ -130,7 +132,8 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
             path = out / "group_vars" / group / f"{role}.yml"
             path.parent.mkdir(parents=True, exist_ok=True)
             data = values.model_dump(mode="json", exclude_unset=True)
-            path.write_text(header + "---\n" + yaml.safe_dump(data, sort_keys=False, width=110), encoding="utf-8")
+            text = yaml.dump(data, Dumper=_DUMPER, sort_keys=False, width=110)
+            path.write_text(header + "---\n" + text, encoding="utf-8")
             written.append(path)
     site = out / "site.yml"
     site.write_text(_env().get_template("site.yml.j2").render(bp=bp, plays=plays(bp)), encoding="utf-8")
