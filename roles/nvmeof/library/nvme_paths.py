@@ -328,27 +328,27 @@ def converge(params: dict[str, Any], check_mode: bool, system: System, host_name
     return result
 
 
+ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
+    "transport": {"type": "str", "required": True, "choices": ["rdma", "tcp"]},
+    "trsvcid": {"type": "int", "required": True},
+    "host_rails": {"type": "list", "elements": "dict", "required": True},
+    "targets": {"type": "dict", "required": True},
+    "subsystems": {"type": "list", "elements": "dict", "required": True},
+    "paths_per_subsystem": {"type": "int", "required": True},
+    "ctrl_loss_tmo": {"type": "int", "required": True},
+    "reconnect_delay": {"type": "int", "required": True},
+    "fast_io_fail_tmo": {"type": "int", "required": True},
+    "keep_alive_tmo": {"type": "int", "required": True},
+    "tos": {"type": "int", "required": True},
+    "iopolicy": {"type": "str", "required": True, "choices": ["numa", "round-robin", "queue-depth"]},
+    "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
+}
+
+
 def main() -> None:
     from ansible.module_utils.basic import AnsibleModule
 
-    module = AnsibleModule(
-        argument_spec={
-            "transport": {"type": "str", "required": True, "choices": ["rdma", "tcp"]},
-            "trsvcid": {"type": "int", "required": True},
-            "host_rails": {"type": "list", "elements": "dict", "required": True},
-            "targets": {"type": "dict", "required": True},
-            "subsystems": {"type": "list", "elements": "dict", "required": True},
-            "paths_per_subsystem": {"type": "int", "required": True},
-            "ctrl_loss_tmo": {"type": "int", "required": True},
-            "reconnect_delay": {"type": "int", "required": True},
-            "fast_io_fail_tmo": {"type": "int", "required": True},
-            "keep_alive_tmo": {"type": "int", "required": True},
-            "tos": {"type": "int", "required": True},
-            "iopolicy": {"type": "str", "required": True, "choices": ["numa", "round-robin", "queue-depth"]},
-            "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         module.exit_json(**converge(module.params, module.check_mode, System(), host_name=_hostname()))
     except PathsError as err:

@@ -112,10 +112,13 @@ def as_dict(sub: SubsystemInfo) -> dict[str, Any]:
     return {**dataclasses.asdict(sub), "live_paths": sub.live_paths}
 
 
+ARGUMENT_SPEC: dict[str, dict[str, Any]] = {"nqn": {"type": "str"}}
+
+
 def main() -> None:
     from ansible.module_utils.basic import AnsibleModule
 
-    module = AnsibleModule(argument_spec={"nqn": {"type": "str"}}, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         subs = gather(module.params["nqn"])
     except InfoError as err:

@@ -292,19 +292,20 @@ def converge(params: dict[str, Any], check_mode: bool, root: Path = Path(CONFIGF
             "diff": {"before": render(have), "after": render(after)}}
 
 
+ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
+    "subsystems": {"type": "list", "elements": "dict", "required": True},
+    "rails": {"type": "list", "elements": "dict", "required": True},
+    "transport": {"type": "str", "required": True, "choices": ["rdma", "tcp"]},
+    "trsvcid": {"type": "int", "required": True},
+    "namespace_device": {"type": "str"},
+    "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
+}
+
+
 def main() -> None:
     from ansible.module_utils.basic import AnsibleModule
 
-    module = AnsibleModule(
-        argument_spec={
-            "subsystems": {"type": "list", "elements": "dict", "required": True},
-            "rails": {"type": "list", "elements": "dict", "required": True},
-            "transport": {"type": "str", "required": True, "choices": ["rdma", "tcp"]},
-            "trsvcid": {"type": "int", "required": True},
-            "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         module.exit_json(**converge(module.params, module.check_mode))
     except TargetError as err:

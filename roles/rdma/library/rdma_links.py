@@ -312,19 +312,19 @@ def converge(params: dict[str, Any], check_mode: bool, system: System, verify_gi
     return result
 
 
+ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
+    "rails": {"type": "list", "elements": "dict", "required": True},
+    "mtu": {"type": "int", "required": True},
+    "soft_roce": {"type": "bool", "required": True},
+    "roce_mode": {"type": "str", "choices": ["RoCE v2", "IB/RoCE v1"]},
+    "gid_index": {"type": "int"},
+}
+
+
 def main() -> None:
     from ansible.module_utils.basic import AnsibleModule
 
-    module = AnsibleModule(
-        argument_spec={
-            "rails": {"type": "list", "elements": "dict", "required": True},
-            "mtu": {"type": "int", "required": True},
-            "soft_roce": {"type": "bool", "required": True},
-            "roce_mode": {"type": "str", "choices": ["RoCE v2", "IB/RoCE v1"]},
-            "gid_index": {"type": "int"},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         module.exit_json(**converge(module.params, module.check_mode, System()))
     except RailsError as err:

@@ -237,23 +237,23 @@ def converge(params: dict[str, Any], check_mode: bool) -> dict[str, Any]:
             "diff": {"before": before, "after": "".join(" ".join(c) + "\n" for c in cmds)}}
 
 
+ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
+    "volume_group": {"type": "str", "required": True},
+    "fast_device": {"type": "str", "required": True},
+    "slow_device": {"type": "str", "required": True},
+    "cache_size_bytes": {"type": "int", "required": True},
+    "cache_mode": {"type": "str", "required": True, "choices": ["writethrough", "writeback"]},
+    "cache_policy": {"type": "str", "required": True, "choices": ["smq"]},
+    "read_ahead_kb": {"type": "int", "required": True},
+    "filesystem": {"type": "str", "default": "ext4", "choices": ["ext4"]},
+    "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
+}
+
+
 def main() -> None:
     from ansible.module_utils.basic import AnsibleModule
 
-    module = AnsibleModule(
-        argument_spec={
-            "volume_group": {"type": "str", "required": True},
-            "fast_device": {"type": "str", "required": True},
-            "slow_device": {"type": "str", "required": True},
-            "cache_size_bytes": {"type": "int", "required": True},
-            "cache_mode": {"type": "str", "required": True, "choices": ["writethrough", "writeback"]},
-            "cache_policy": {"type": "str", "required": True, "choices": ["smq"]},
-            "read_ahead_kb": {"type": "int", "required": True},
-            "filesystem": {"type": "str", "default": "ext4", "choices": ["ext4"]},
-            "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         module.exit_json(**converge(module.params, module.check_mode))
     except CacheError as err:
