@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.roles.library import load
@@ -86,3 +88,32 @@ def test_a_foreign_file_system_on_the_volume_is_refused() -> None:
 def test_absent_removes_volume_group_and_labels() -> None:
     assert [c[0] for c in lc.decide_absent(W, built())] == ["lvremove", "vgremove", "pvremove", "pvremove"]
     assert lc.decide_absent(W, blank()) == []
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "roles" / "fixtures"
+
+
+def recorded_state() -> object:
+    pvs = lc.parse_pvs((FIXTURES / "pvs-cached.json").read_text())
+    lvs = lc.parse_lvs((FIXTURES / "lvs-cached.json").read_text(), "clustersmith")
+    vgs = lc.report((FIXTURES / "vgs-cached.json").read_text(), "vg")
+    return lc.State(pvs=pvs, extent_size=int(vgs[0]["vg_extent_size"]), lvs=lvs, signatures={}, device_sizes={},
+                    filesystem="ext4")
+
+
+def test_recorded_reports_parse_into_the_cached_volume() -> None:
+    state = recorded_state()
+    assert {(p.name, p.vg) for p in state.pvs.values()} == {("/dev/vda", "clustersmith"), ("/dev/vdb", "clustersmith")}
+    data = state.lvs["data"]
+    assert (data.segtype, data.cache_mode, data.cache_policy, data.read_ahead) == (
+        "cache", "writethrough", "smq", str(4096 * 1024))
+    pool = lc.pool_lv(state)
+    assert pool is not None and pool.name == "data_cache_cpool" and pool.size == 256 * MIB
+
+
+def test_the_recorded_volume_is_what_the_lab_blueprint_asks_for() -> None:
+    lab = lc.Wanted(vg="clustersmith", fast="/dev/vda", slow="/dev/vdb", cache_size=268_435_456,
+                    mode="writethrough", policy="smq", read_ahead_kb=4096)
+    assert lc.decide(lab, recorded_state()) == []
+    assert [" ".join(c) for c in lc.decide(lc.Wanted(**{**lab.__dict__, "mode": "writeback"}), recorded_state())] == [
+        "lvchange --yes --cachemode writeback clustersmith/data"]
