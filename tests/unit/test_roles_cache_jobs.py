@@ -32,7 +32,8 @@ def test_prometheus_text_carries_the_hit_ratio_mode_and_policy() -> None:
 
 
 def test_no_reads_yet_means_no_ratio_rather_than_a_false_zero() -> None:
-    line = "0 8380416 cache 8 24/2048 128 0/4096 0 0 0 0 0 0 0 2 metadata2 writeback 2 migration_threshold 2048 smq 0 rw -"
+    line = ("0 8380416 cache 8 24/2048 128 0/4096 0 0 0 0 0 0 0 2 metadata2 writeback "
+            "2 migration_threshold 2048 smq 0 rw -")
     status = metrics.parse_status(line)
     assert status.read_hit_ratio is None and status.mode == "writeback"
     assert "read_hit_ratio" not in metrics.render(status, "vg/data")
