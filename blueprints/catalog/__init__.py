@@ -28,6 +28,7 @@ class _Entry(BaseModel):
 class Gpu(_Entry):
     memory: Size = Field(description="HBM capacity per GPU")
     nvlink_per_direction: Rate | None = Field(default=None, description="NVLink bandwidth per direction")
+    nvls: bool = Field(default=False, description="NVLink SHARP: reductions in the NVSwitch of its 8-GPU baseboard")
 
 
 class Nic(_Entry):
@@ -48,6 +49,7 @@ class Switch(_Entry):
     fabric: Literal["infiniband", "ethernet"] = Field(description="Switch family")
     radix: int = Field(gt=1, description="Ports per switch at port_speed")
     port_speed: Rate = Field(description="Port speed the radix is counted at")
+    sharp: bool = Field(default=False, description="In-network reduction (SHARP) that NCCL reaches through CollNet")
 
 
 class GpuServer(_Entry):

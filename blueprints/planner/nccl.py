@@ -8,7 +8,7 @@ from blueprints.blueprint import ComputePlan, EnvVar, FabricPlan, NcclPlan, Prov
 from blueprints.planner.context import PlanContext
 
 TREE_ABOVE_GPUS = 64
-NVSWITCH_ACCELERATORS = ("H100-SXM", "H200", "B200", "A100")
+NVSWITCH_BASEBOARD_GPUS = 8  # NVLS needs the NVSwitch of an 8-GPU baseboard
 
 
 def _var(name: str, value: object, spec: list[str], rule: str, formula: str = "") -> EnvVar:
@@ -49,18 +49,29 @@ def plan_nccl(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: Q
                    "GPU hosts with RDMA NICs" if gdr else "lab: no GPU")
     if gdr:
         env.append(_var("NCCL_NET_GDR_LEVEL", "PIX", ["target.provider"], "nccl.gpudirect_rdma_on_gpu_hosts"))
-    inr: Literal["none", "sharp", "nvls"] = "none"
-    if not ctx.is_lab and kind == "infiniband":
-        inr = "sharp"
-        env.append(_var("NCCL_COLLNET_ENABLE", 1, ["target.fabric"], "nccl.sharp_on_infiniband"))
-    elif not ctx.is_lab and compute.accelerator in NVSWITCH_ACCELERATORS and compute.gpus_per_node == 8:
-        inr = "nvls"
-        env.append(_var("NCCL_NVLS_ENABLE", 1, ["compute.accelerator"], "nccl.nvls_on_nvswitch"))
-    inr_t = traced(inr, ["target.fabric", "compute.accelerator"], "nccl.in_network_reduction",
-                   {"none": "none available", "sharp": "SHARP/CollNet on InfiniBand",
-                    "nvls": "NVLink SHARP on NVSwitch systems"}[inr])
+    inr, inr_why = _in_network_reduction(ctx, compute, fabric)
+    if inr == "sharp":
+        env.append(_var("NCCL_COLLNET_ENABLE", 1, ["target.fabric"], "nccl.sharp_on_infiniband", inr_why))
+    elif inr == "nvls":
+        env.append(_var("NCCL_NVLS_ENABLE", 1, ["compute.accelerator"], "nccl.nvls_on_nvswitch", inr_why))
+    inr_t = traced(inr, ["target.fabric", "compute.accelerator"], "nccl.in_network_reduction", inr_why)
     degraded = (
         _var("NCCL_ALGO", "Ring", ["compute.gpus"], "nccl.degraded_ring", "fallback profile: Ring"),
         _var("NCCL_PROTO", "Simple", ["compute.gpus"], "nccl.degraded_ring", "fallback profile: Simple"),
     )
     return NcclPlan(env=tuple(env), degraded_env=degraded, gpudirect_rdma=gdr_t, in_network_reduction=inr_t)
+
+
+def _in_network_reduction(ctx: PlanContext, compute: ComputePlan,
+                          fabric: FabricPlan) -> tuple[Literal["none", "sharp", "nvls"], str]:
+    """SHARP/CollNet where the catalog's InfiniBand switch offers it, else NVLS where the catalog's GPU sits on an
+    NVSwitch baseboard that reduces in the switch; neither in the lab. Returns the choice and why."""
+    if ctx.is_lab:
+        return "none", "lab: no GPU, no SHARP switch"
+    switch = ctx.catalog.switches.get(fabric.switch) if fabric.switch else None
+    if fabric.kind.value == "infiniband" and switch is not None and switch.sharp:
+        return "sharp", f"switch {fabric.switch} offers SHARP (catalog) -> CollNet"
+    gpu = ctx.catalog.gpus.get(compute.accelerator)
+    if gpu is not None and gpu.nvls and compute.gpus_per_node >= NVSWITCH_BASEBOARD_GPUS:
+        return "nvls", f"{compute.accelerator} x{compute.gpus_per_node} on NVSwitch with NVLink SHARP (catalog)"
+    return "none", "neither a SHARP switch nor an NVLS GPU baseboard in the catalog"

@@ -180,3 +180,20 @@ def test_planning_is_deterministic() -> None:
     a = planned(spec()).model_dump_json()
     b = planned(spec()).model_dump_json()
     assert a == b
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "fabric", "expected", "variable"),
+    [
+        ("H100-SXM", "infiniband", "sharp", "NCCL_COLLNET_ENABLE"),  # the catalog's QM9700 offers SHARP
+        ("H100-SXM", "roce", "nvls", "NCCL_NVLS_ENABLE"),  # 8 GPUs on an NVSwitch with NVLink SHARP
+        ("A100", "roce", "none", None),  # its NVSwitch has no NVLink SHARP
+    ],
+)
+def test_in_network_reduction_comes_from_the_catalog(accelerator: str, fabric: str, expected: str,
+                                                     variable: str | None) -> None:
+    bp = planned(spec(compute__accelerator=accelerator, target__fabric=fabric))
+    assert bp.nccl.in_network_reduction.value == expected
+    env = {v.name for v in bp.nccl.env}
+    assert {"NCCL_COLLNET_ENABLE", "NCCL_NVLS_ENABLE"} & env == ({variable} if variable else set())
+    assert "catalog" in bp.nccl.in_network_reduction.derived_from.formula
