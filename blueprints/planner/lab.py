@@ -10,6 +10,7 @@ LAB_SUITE = "bookworm"
 LAB_PACKAGES = (
     "systemd-sysv", "udev", "kmod", "iproute2", "iputils-ping", "rdma-core", "ibverbs-utils", "ibverbs-providers",
     "perftest", "nvme-cli", "fio", "lvm2", "thin-provisioning-tools", "openssh-server", "python3", "procps",
+    "ethtool",  # the monitoring exporter reads PFC pause counters with ethtool -S
     "prometheus", "prometheus-node-exporter", "prometheus-alertmanager",
 )
 LAB_MODULES = (

@@ -26,7 +26,7 @@ from stacks.lab.errors import LabError
 from stacks.lab.mirror import find_mirror
 from stacks.lab.progress import Progress, ProgressEvent, log_progress
 
-BUILD_VERSION = 4  # bump when the build steps change in a way the inputs do not show
+BUILD_VERSION = 5  # bump when the build steps change in a way the inputs do not show
 MANIFEST = "manifest.json"
 
 

@@ -134,6 +134,12 @@ def customize(root: Path) -> None:
     link.unlink(missing_ok=True)
     link.symlink_to("/etc/systemd/system/clustersmith-lab-init.service")
     (root / "etc/modules-load.d/clustersmith-lab.conf").write_bytes(guest_file("modules-load.conf"))
+    for stdlib in sorted((root / "usr/lib").glob("python3.*/zipimport.py")):
+        # Ansible imports each task's module_utils from a zip; keep their bytecode (clustersmith_lab_pycache.py)
+        site = root / "usr/local/lib" / stdlib.parent.name / "dist-packages"
+        site.mkdir(parents=True, exist_ok=True)
+        for name in ("clustersmith_lab_pycache.py", "clustersmith-lab-pycache.pth"):
+            (site / name).write_bytes(guest_file(name))
     (root / "etc/ssh/sshd_config.d").mkdir(parents=True, exist_ok=True)
     (root / "etc/ssh/sshd_config.d/lab.conf").write_bytes(guest_file("sshd-lab.conf"))
     for key in (root / "etc/ssh").glob("ssh_host_*"):

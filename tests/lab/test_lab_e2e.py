@@ -69,6 +69,16 @@ def test_guests_carry_the_planned_addresses_and_disks(lab: Lab) -> None:
         assert "default" not in run(lab, host.name, "ip route show"), "guests must have no default route"
 
 
+def test_each_guest_has_its_own_nvme_host_identity(lab: Lab) -> None:
+    """One image boots every guest; the init gives each its own host NQN and ID (NVMe-oF tells hosts apart by them)."""
+    names = [h.name for h in lab.saved_state().hosts]
+    nqns = {run(lab, n, "cat /etc/nvme/hostnqn").strip() for n in names}
+    ids = {run(lab, n, "cat /etc/nvme/hostid").strip() for n in names}
+    assert len(nqns) == len(ids) == len(names), (nqns, ids)
+    assert all(nqn.startswith("nqn.2014-08.org.nvmexpress:uuid:") for nqn in nqns), nqns
+    assert {nqn.rsplit(":", 1)[1] for nqn in nqns} == ids
+
+
 def test_kernel_modules_load(lab: Lab) -> None:
     for host in ("storage-1", "client-1"):
         run(lab, host, "modprobe -a " + " ".join(MODULES))

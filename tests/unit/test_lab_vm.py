@@ -34,6 +34,17 @@ def test_management_nic_forwards_ssh_on_loopback_only_and_is_restricted(planned:
     assert "-daemonize" in argv
 
 
+def test_tcg_guests_get_a_cpu_without_avx_and_kvm_guests_the_host_cpu(planned: LabState) -> None:
+    """glibc picks AVX2 routines when the CPU offers them, and TCG emulates AVX slowly: mask it under TCG."""
+    host = planned.hosts[0]
+    argv = vm.qemu_argv(planned, host, "S0VZ")
+    cpu = argv[argv.index("-cpu") + 1]
+    assert cpu.startswith("max,") and {"avx=off", "avx2=off"} <= set(cpu.split(","))
+    kvm = planned.model_copy(update={"accel": "kvm"})
+    argv = vm.qemu_argv(kvm, host, "S0VZ")
+    assert argv[argv.index("-cpu") + 1] == "host"
+
+
 def test_one_vde_nic_per_rail_and_disks_by_serial(planned: LabState) -> None:
     storage = planned.hosts[0]
     argv = vm.qemu_argv(planned, storage, "S0VZ")
