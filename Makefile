@@ -5,9 +5,12 @@ BIN    := $(VENV)/bin
 SPEC   ?= examples/cv-training-500tb.yaml
 OUT    ?= out
 
-# The lab tests CI runs on every submission (boot the default lab once, rails, faults, cleanup).
-# `make test-lab` runs every lab test: acceptance, monitoring alerts and the storage data path too.
-LAB_CI ?= tests/lab/test_lab_e2e.py tests/lab/test_lab_cleanup.py
+# The lab tier (real kernels under QEMU): the lab's own tests on the default lab, then on one booted lab of
+# examples/lab.yaml every role's molecule scenario, site.yml, the storage path under a rail cut, acceptance and
+# the monitoring alerts (tests/lab/conftest.py orders them). `make test` (CI, 2 cores) runs the lab's own
+# tests and every role's scenario; the rest of the tier does not fit its time yet and runs in `make test-lab`.
+LAB_CI ?= tests/lab/test_lab_e2e.py tests/lab/test_lab_cleanup.py tests/lab/test_role_scenarios.py
+LAB_TESTS ?= tests/lab
 
 .PHONY: demo test test-unit test-lab test-molecule lint typecheck venv clean golden bench
 
@@ -33,10 +36,11 @@ test-unit: venv
 	$(BIN)/pytest -q tests -m "not lab"
 
 test-lab: venv
-	$(BIN)/pytest -q tests -m lab
+	$(BIN)/pytest -q -m lab $(LAB_TESTS)
 
+# Every role's molecule scenario on one booted lab (one role alone: see tests/roles/shared_lab/README.md).
 test-molecule: venv
-	for role in roles/*/molecule; do (cd $$role/.. && ANSIBLE_ROLES_PATH=$(CURDIR)/roles ../../$(BIN)/molecule test) || exit 1; done
+	$(BIN)/pytest -q -m lab tests/lab/test_role_scenarios.py
 
 lint: venv
 	$(BIN)/ruff check .

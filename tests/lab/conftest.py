@@ -1,22 +1,43 @@
 """The lab tier: boots real Linux VMs under QEMU.
 
 Missing tools skip the tier with a clear message on a developer's machine; under CI (``CI`` set)
-they fail it, since CI must prove the lab. One default lab (1 storage target, 2 clients, 2 rails)
-is booted per session and torn down at the end, whatever happened.
+they fail it, since CI must prove the lab. Two labs per session, one after the other, each torn down
+whatever happened:
+
+- ``lab``: the default lab (1 storage target, 2 clients, 2 rails) for the lab's own tests (boot, rails,
+  faults, cleanup); its last tests stop it.
+- ``example_lab``: ``clustersmith build examples/lab.yaml`` then ``clustersmith lab up``, shared by every
+  role's molecule scenario, the storage data path, acceptance and the monitoring alerts. ``deployed`` runs
+  the generated site.yml on it once. Under TCG on two cores a boot or a fresh converge costs minutes, so
+  one lab serves them all, in the order of ``MODULE_ORDER`` (roles first, then what needs them converged).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from blueprints.blueprint import Blueprint, load_blueprint
 from stacks.lab import Lab
 from stacks.lab.defaults import default_plan
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+EXAMPLE = "examples/lab.yaml"
+# Lab test modules run in this order: the default lab's own tests (they end by stopping it), then on the example
+# lab the role scenarios (they converge it role by role), then site.yml and what needs the whole lab converged.
+MODULE_ORDER = ("test_lab_e2e", "test_lab_cleanup", "test_role_scenarios", "test_storage_path_e2e",
+                "test_accept_lab", "test_monitoring_alerts")
 
 TOOLS = {
     "qemu-system-x86_64": "qemu-system-x86",
@@ -62,6 +83,83 @@ def lab(lab_workdir: Path) -> Iterator[Lab]:
         yield the_lab
     finally:
         the_lab.down()
+
+
+@dataclass(frozen=True)
+class ExampleLab:
+    """The running lab of examples/lab.yaml: its Blueprint, its build folder (``<out>/lab``) and the lab; once
+    site.yml ran (``deployed``), the tasks it changed per host."""
+
+    blueprint: Blueprint
+    folder: Path
+    lab: Lab
+    site_changed: dict[str, int] | None = None
+
+
+def run(argv: list[str | Path], timeout: float, env: dict[str, str] | None = None,
+        cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """Run a command as a user would, with Ansible's and molecule's colours off so the output reads in a log."""
+    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0",
+                               "PATH": f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}", **(env or {})},
+                          check=False)
+
+
+def tail(done: subprocess.CompletedProcess[str], size: int = 6000) -> str:
+    return (done.stdout + done.stderr)[-size:]
+
+
+@pytest.fixture(scope="session")
+def example_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleLab]:
+    """`clustersmith build examples/lab.yaml` then `clustersmith lab up`; `lab down` at the end of the session."""
+    require_lab_tools()
+    out = tmp_path_factory.mktemp("example-lab")
+    built = run([sys.executable, "-m", "blueprints", "build", EXAMPLE, "-o", out], timeout=300)
+    assert built.returncode == 0, tail(built)
+    folder = out / "lab"
+    started = time.monotonic()
+    up = run([sys.executable, "-m", "blueprints", "lab", "up", folder], timeout=3600)
+    try:
+        assert up.returncode == 0, tail(up)
+        TIMINGS[f"{EXAMPLE}: lab up (image + boot + SSH)"] = time.monotonic() - started
+        yield ExampleLab(load_blueprint(folder), folder, Lab.attach(folder))
+    finally:
+        run([sys.executable, "-m", "blueprints", "lab", "down", folder], timeout=600)
+
+
+def run_site(example_lab: ExampleLab, timing: str) -> subprocess.CompletedProcess[str]:
+    """The generated site.yml over the example lab, as a user runs it (the repository's ansible.cfg); timed."""
+    folder = example_lab.folder
+    started = time.monotonic()
+    site = run([BIN / "ansible-playbook", "-i", folder / "ansible" / "inventory.yml", folder / "ansible" / "site.yml"],
+               timeout=3600, env={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
+    TIMINGS[timing] = time.monotonic() - started
+    assert site.returncode == 0, tail(site, 12000)
+    return site
+
+
+def recap_changed(playbook_output: str) -> dict[str, int]:
+    """host -> changed, from the PLAY RECAP of ansible-playbook's output."""
+    return {host: int(changed) for host, changed in
+            re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=0", playbook_output, re.M)}
+
+
+@pytest.fixture(scope="session")
+def deployed(example_lab: ExampleLab) -> ExampleLab:
+    """The example lab after the generated site.yml ran over it once. After the role scenarios (the usual order)
+    this is site.yml's re-run on converged hosts; alone (``-k accept``, say), a fresh converge."""
+    site = run_site(example_lab, "site.yml over the example lab")
+    changed = recap_changed(site.stdout)
+    assert set(changed) == {h.name for h in example_lab.lab.saved_state().hosts}, tail(site)
+    return dataclasses.replace(example_lab, site_changed=changed)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        return MODULE_ORDER.index(name) if name in MODULE_ORDER else -1
+
+    items.sort(key=rank)  # stable: tests outside the lab tier, and tests within a module, keep their order
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,9 +1,9 @@
-"""Acceptance end to end on the lab: `clustersmith build examples/lab.yaml`, `lab up` from its Blueprint, the
-generated site.yml, then `clustersmith accept` over SSH with ansible-runner: fio on both clients at once and
-ib_write_bw on both rails run for real, NCCL is not applicable (no GPU) rather than passed, and the NVMe-oF
-paths and QoS layers agree with the plan. A second run cuts client-1's rail 0 during the verified mixed
-workload: it still ends with zero verify errors, and a paths check taken during the cut reports the
-degraded path. Lab performance checks are informational: measured and shown, never judged.
+"""Acceptance end to end on the example lab (`clustersmith build examples/lab.yaml`, `lab up`, the generated
+site.yml: the session's ``deployed`` lab), then `clustersmith accept` over SSH with ansible-runner: fio on both
+clients at once and ib_write_bw on both rails run for real, NCCL is not applicable (no GPU) rather than
+passed, and the NVMe-oF paths and QoS layers agree with the plan. A second run cuts client-1's rail 0 during
+the verified mixed workload: it still ends with zero verify errors, and a paths check taken during the cut
+reports the degraded path. Lab performance checks are informational: measured and shown, never judged.
 """
 
 from __future__ import annotations
@@ -14,56 +14,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from blueprints.blueprint import Blueprint
-from blueprints.loader import load_requirements, requirement_lines
-from blueprints.planner import plan
-from blueprints.render import build
 from stacks.lab import Lab
-from tests.lab.conftest import TIMINGS, require_lab_tools
+from tests.lab.conftest import TIMINGS, ExampleLab
 
 pytestmark = pytest.mark.lab
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 TIMEOUT_SCALE = "4"  # TCG guests on a shared 2-core machine
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Blueprint, Path]:
-    spec = REPO / "examples" / "lab.yaml"
-    bp = plan(load_requirements(spec), spec_file="examples/lab.yaml", spec_lines=requirement_lines(spec))
-    folder, _ = build(bp, tmp_path_factory.mktemp("accept-lab") / "out")
-    return bp, folder
-
-
-@pytest.fixture(scope="module")
-def deployed(built: tuple[Blueprint, Path]) -> Iterator[Lab]:
-    require_lab_tools()
-    bp, folder = built
-    assert bp.lab is not None
-    lab = Lab(bp.lab, bp.name, folder)
-    started = time.monotonic()
-    try:
-        lab.up()
-        TIMINGS["accept: lab up"] = time.monotonic() - started
-        started = time.monotonic()
-        play = subprocess.run(
-            [str(VENV_BIN / "ansible-playbook"), "-i", str(folder / "ansible/inventory.yml"),
-             str(folder / "ansible/site.yml")],
-            cwd=REPO, capture_output=True, text=True, timeout=3600, check=False,
-            env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
-        )
-        TIMINGS["accept: site.yml"] = time.monotonic() - started
-        assert play.returncode == 0, play.stdout[-8000:] + play.stderr[-4000:]
-        yield lab
-    finally:
-        lab.down()
 
 
 def accept(folder: Path, *args: str) -> tuple[int, dict[str, dict[str, Any]], Path]:
@@ -79,8 +42,8 @@ def accept(folder: Path, *args: str) -> tuple[int, dict[str, dict[str, Any]], Pa
     return done.returncode, {c["id"]: c for c in report["checks"]}, runs[-1]
 
 
-def test_accept_runs_fio_and_rdma_for_real(deployed: Lab, built: tuple[Blueprint, Path]) -> None:
-    bp, folder = built
+def test_accept_runs_fio_and_rdma_for_real(deployed: ExampleLab) -> None:
+    bp, folder = deployed.blueprint, deployed.folder
     code, checks, run = accept(folder)
     statuses = {k: v["status"] for k, v in checks.items()}
     assert code == 0, statuses
@@ -100,22 +63,21 @@ def fio_running(lab: Lab, host: str) -> bool:
     return lab.ssh(host, "pgrep -x fio", timeout=60).returncode == 0
 
 
-def test_a_rail_cut_during_fio_leaves_zero_verify_errors_and_is_reported(deployed: Lab,
-                                                                       built: tuple[Blueprint, Path]) -> None:
-    bp, folder = built
+def test_a_rail_cut_during_fio_leaves_zero_verify_errors_and_is_reported(deployed: ExampleLab) -> None:
+    bp, folder = deployed.blueprint, deployed.folder
     outcome: dict[str, Any] = {}
     run = threading.Thread(target=lambda: outcome.update(result=accept(folder, "--only",
                                                                        "storage.mixed,nvmeof.paths")))
     run.start()
     try:
         deadline = time.monotonic() + 1800
-        while not fio_running(deployed, "client-1"):
+        while not fio_running(deployed.lab, "client-1"):
             assert run.is_alive() and time.monotonic() < deadline, "fio never started on client-1"
             time.sleep(2)
-        deployed.set_link("client-1", 0, up=False)  # held until the paths probe after fio has looked
+        deployed.lab.set_link("client-1", 0, up=False)  # held until the paths probe after fio has looked
         run.join(timeout=3600)
     finally:
-        deployed.set_link("client-1", 0, up=True)
+        deployed.lab.set_link("client-1", 0, up=True)
     code, checks, _ = outcome["result"]
     mixed, paths = checks["storage.mixed"], checks["nvmeof.paths"]
     assert mixed["status"] == "pass" and mixed["measured"] == 0, mixed["message"]

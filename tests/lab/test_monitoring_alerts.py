@@ -1,6 +1,7 @@
-"""Monitoring end to end on the lab: `clustersmith build examples/lab.yaml`, `lab up` from its Blueprint, the
-generated site.yml (storage roles, then monitoring); Prometheus reports every target up and every rule of the
-build loaded, and cutting client-1's rail 0 makes NvmeofPathDown fire within its ``for:`` window.
+"""Monitoring end to end on the example lab (`clustersmith build examples/lab.yaml`, `lab up`, the generated
+site.yml with the storage roles, then monitoring: the session's ``deployed`` lab). Prometheus reports every
+target up and every rule of the build loaded, and cutting client-1's rail 0 makes NvmeofPathDown fire within
+its ``for:`` window.
 
 Every bound comes from the Blueprint: the alert's ``for:``, the path's keep-alive timeout, the exporter's
 refresh interval and Prometheus' scrape and evaluation intervals.
@@ -20,14 +21,9 @@ import yaml
 
 from blueprints.blueprint import Blueprint
 from stacks.lab import Lab
-from tests.lab import test_accept_lab
-from tests.lab.conftest import TIMINGS
+from tests.lab.conftest import TIMINGS, ExampleLab
 
 pytestmark = pytest.mark.lab
-
-# The acceptance test's build, `lab up` and site.yml fixtures, reused (module-scoped: one lab per module).
-built = test_accept_lab.built
-deployed = test_accept_lab.deployed
 
 REPO = Path(__file__).resolve().parents[2]
 ALERT = "NvmeofPathDown"
@@ -66,27 +62,26 @@ def rule_count(folder: Path) -> int:
                for g in yaml.safe_load(f.read_text())["groups"])
 
 
-def test_prometheus_reports_every_target_up_and_every_rule_loaded(
-        built: tuple[Blueprint, Path], deployed: Lab) -> None:
-    bp, folder = built
+def test_prometheus_reports_every_target_up_and_every_rule_loaded(deployed: ExampleLab) -> None:
+    bp, folder = deployed.blueprint, deployed.folder
     interval = bp.monitoring.scrape_interval.value
 
     def all_up() -> list[dict[str, Any]] | None:
-        active = prometheus(deployed, bp, "/api/v1/targets?state=active")["activeTargets"]
+        active = prometheus(deployed.lab, bp, "/api/v1/targets?state=active")["activeTargets"]
         return active if active and all(t["health"] == "up" for t in active) else None
 
     active = wait("every scrape target up", 10 * interval + 60, all_up)
     expected = {(j.name, f"{g.name_prefix}{i}") for j in bp.monitoring.scrape for g in bp.hosts if g.role == j.role
                 for i in range(1, g.count + 1)}
     assert {(t["labels"]["job"], t["labels"]["instance"]) for t in active} == expected
-    groups = prometheus(deployed, bp, "/api/v1/rules")["groups"]
+    groups = prometheus(deployed.lab, bp, "/api/v1/rules")["groups"]
     loaded = [r for g in groups for r in g["rules"]]
     assert len(loaded) == rule_count(folder)
     assert all(r["health"] == "ok" for r in loaded), [r for r in loaded if r["health"] != "ok"]
 
 
-def test_a_cut_rail_fires_path_down_within_its_window(built: tuple[Blueprint, Path], deployed: Lab) -> None:
-    bp, _ = built
+def test_a_cut_rail_fires_path_down_within_its_window(deployed: ExampleLab) -> None:
+    bp = deployed.blueprint
     mon = bp.monitoring
     alert = next(a for a in mon.alerts if a.name == ALERT)
     assert bp.storage.nvmeof is not None
@@ -98,13 +93,14 @@ def test_a_cut_rail_fires_path_down_within_its_window(built: tuple[Blueprint, Pa
     bound = detect + for_s + mon.evaluation_interval.value
 
     def path_alerts() -> list[dict[str, Any]]:
-        return [a for a in prometheus(deployed, bp, "/api/v1/alerts")["alerts"] if a["labels"]["alertname"] == ALERT]
+        alerts = prometheus(deployed.lab, bp, "/api/v1/alerts")["alerts"]
+        return [a for a in alerts if a["labels"]["alertname"] == ALERT]
 
     wait("both paths of client-1 live before the cut", 120,
          lambda: not path_alerts() and prometheus(
-             deployed, bp, '/api/v1/query?query=sum(clustersmith_nvme_path_live{instance="client-1"})')["result"])
+             deployed.lab, bp, '/api/v1/query?query=sum(clustersmith_nvme_path_live{instance="client-1"})')["result"])
     cut = time.monotonic()
-    deployed.set_link("client-1", 0, up=False)
+    deployed.lab.set_link("client-1", 0, up=False)
     try:
         firing = wait(f"{ALERT} firing for client-1", bound + 60,
                       lambda: [a for a in path_alerts() if a["state"] == "firing"
@@ -118,5 +114,5 @@ def test_a_cut_rail_fires_path_down_within_its_window(built: tuple[Blueprint, Pa
         assert annotations["spec"].startswith(", ".join(alert.derived_from.spec))
         assert annotations["threshold"].startswith(f"{alert.threshold:.12g} ")
     finally:
-        deployed.set_link("client-1", 0, up=True)
+        deployed.lab.set_link("client-1", 0, up=True)
     wait(f"{ALERT} resolved after the rail returns", 180, lambda: not path_alerts())

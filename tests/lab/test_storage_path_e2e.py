@@ -1,78 +1,30 @@
-"""The storage data path on one lab built from examples/lab.yaml, booted once for this module.
+"""The storage data path end to end on the example lab, after the generated site.yml converged it.
 
-1. Each role's molecule scenario (rdma, nvmeof, storage_tiering) runs against that lab: converge,
-   idempotence (zero changes), verify (kernel state, boot-time replay, negative tests). One booted lab
-   serves all three (tests/roles/shared_lab attaches to it) instead of a boot each, and the roles are
-   not undone between scenarios: on 2 emulated cores a boot or a second fresh converge costs minutes.
-2. End to end: the generated site.yml over the whole lab (the data-path roles re-run on converged
-   hosts, the others converge), then fio with verify=crc32c on the multipath namespace while
-   client-1's rail 0 is cut and restored: zero I/O errors, zero verify failures, I/O goes on over the
-   other rail, both paths live afterwards.
-
-Converge/idempotence times and the I/O pause are printed in the "lab timings" summary.
+First, after every role's scenario converged the lab (test_role_scenarios.py), the generated site.yml finds
+nothing to change. Then fio with verify=crc32c on the multipath namespace while client-1's rail 0 is cut
+and restored: zero I/O errors, zero verify failures, I/O goes on over the other rail, both paths live
+afterwards. The I/O pause is printed in the "lab timings" summary.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from blueprints.blueprint import Blueprint, load_blueprint
 from stacks.lab import Lab, ssh
-from tests.lab.conftest import TIMINGS, require_lab_tools
+from tests.lab.conftest import TIMINGS, ExampleLab
 from tests.roles.library import load
 
 pytestmark = pytest.mark.lab
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-ROLES = ("rdma", "nvmeof", "storage_tiering")
-STEPS = ("create", "prepare", "converge", "idempotence", "verify", "destroy")
 CUT_AFTER_S = 10  # fio runs this long on both rails before the cut
 CUT_S = 20  # how long rail 0 stays cut (the DESIGN measurement)
 IOPS_LOG_MS = 250
 subsys_info = load("nvmeof", "nvme_subsys_info.py")
-
-
-def run(argv: list[str | Path], timeout: float, env: dict[str, str] | None = None,
-        cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0", **(env or {})}, check=False)
-
-
-def tail(done: subprocess.CompletedProcess[str]) -> str:
-    return (done.stdout + done.stderr)[-6000:]
-
-
-@pytest.fixture(scope="module")
-def lab_workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """`clustersmith build examples/lab.yaml` then `clustersmith lab up`; `lab down` at the end."""
-    require_lab_tools()
-    out = tmp_path_factory.mktemp("storage-path")
-    built = run([sys.executable, "-m", "blueprints", "build", "examples/lab.yaml", "-o", out], timeout=300)
-    assert built.returncode == 0, tail(built)
-    workdir = out / "lab"
-    started = time.monotonic()
-    up = run([sys.executable, "-m", "blueprints", "lab", "up", workdir], timeout=3600)
-    try:
-        assert up.returncode == 0, tail(up)
-        TIMINGS["storage path: lab up (examples/lab.yaml)"] = time.monotonic() - started
-        yield workdir
-    finally:
-        run([sys.executable, "-m", "blueprints", "lab", "down", workdir], timeout=600)
-
-
-@pytest.fixture(scope="module")
-def blueprint(lab_workdir: Path) -> Blueprint:
-    return load_blueprint(lab_workdir)
 
 
 def ssh_out(lab: Lab, host: str, command: str, timeout: float = 300) -> str:
@@ -81,28 +33,11 @@ def ssh_out(lab: Lab, host: str, command: str, timeout: float = 300) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("role", ROLES)
-def test_role_scenario(role: str, lab_workdir: Path) -> None:
-    env = {"CLUSTERSMITH_LAB_WORKDIR": str(lab_workdir), "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
-    for step in STEPS:
-        if step == "prepare" and role != "nvmeof":
-            continue
-        started = time.monotonic()
-        done = run([BIN / "molecule", step], timeout=3600, env=env, cwd=REPO / "roles" / role)
-        assert done.returncode == 0, f"molecule {step} of {role} failed:\n{tail(done)}"
-        if step in ("converge", "idempotence"):
-            TIMINGS[f"{role}: molecule {step}"] = time.monotonic() - started
-
-
-def test_generated_site_converges_the_lab(lab_workdir: Path) -> None:
-    inventory = lab_workdir / "ansible" / "inventory.yml"
-    prepared = run([BIN / "ansible-playbook", "-i", inventory, "tests/roles/shared_lab/prepare.yml"], timeout=1800)
-    assert prepared.returncode == 0, tail(prepared)
-    started = time.monotonic()
-    site = run([BIN / "ansible-playbook", "-i", inventory, lab_workdir / "ansible" / "site.yml"], timeout=3600)
-    TIMINGS["site.yml over the lab"] = time.monotonic() - started
-    assert site.returncode == 0, tail(site)
-    assert "failed=0" in site.stdout and "unreachable=0" in site.stdout
+def test_site_yml_changes_nothing_on_the_converged_lab(deployed: ExampleLab) -> None:
+    """After every role's scenario converged the lab, the generated site.yml (all roles, the Blueprint's group_vars,
+    the repository's ansible.cfg) finds nothing to change: the roles and site.yml agree, and site.yml is idempotent."""
+    assert deployed.site_changed is not None
+    assert set(deployed.site_changed.values()) == {0}, f"site.yml changed tasks per host: {deployed.site_changed}"
 
 
 def multipath_state(lab: Lab, host: str, nqn: str) -> object:
@@ -140,9 +75,9 @@ log_avg_msec={log_ms}
 """
 
 
-def test_fio_verify_survives_a_rail_cut(lab_workdir: Path, blueprint: Blueprint) -> None:
-    lab = Lab.attach(lab_workdir)
-    plan = blueprint.storage.nvmeof
+def test_fio_verify_survives_a_rail_cut(deployed: ExampleLab) -> None:
+    lab = deployed.lab
+    plan = deployed.blueprint.storage.nvmeof
     assert plan is not None
     nqn = plan.subsystems[0].nqn
     sub, heads = multipath_state(lab, "client-1", nqn)

@@ -68,19 +68,3 @@ def test_role_vars_follow_the_blueprint(example: Path) -> None:
         assert got.monitoring_listen_cidr == bp.lab.rails[-1].subnet
     else:
         assert got.monitoring_listen_cidr == ""
-
-
-def test_molecule_lab_uses_the_lab_blueprints_image_and_hosts() -> None:
-    """The scenario boots examples/lab.yaml's image (its cached build is reused) and the hosts its spec names."""
-    import json
-
-    from blueprints.lab_plan import LabPlan
-
-    scenario = ROLE / "molecule" / "default"
-    plan = LabPlan.model_validate(json.loads((scenario / "lab-plan.json").read_text()))
-    lab = blueprint(next(e for e in EXAMPLES if e.stem == "lab")).lab
-    assert lab is not None
-    assert plan.image == lab.image and plan.rails == lab.rails
-    spec = blueprint(scenario / "spec.req")
-    named = {f"{g.name_prefix}{i}" for g in spec.hosts for i in range(1, g.count + 1)}
-    assert {h.name for h in plan.hosts} == named

@@ -1,0 +1,34 @@
+"""Every role's molecule scenario on the example lab, in site.yml's order.
+
+Each scenario attaches to the session's running lab (tests/roles/shared_lab) instead of booting its own, and
+runs converge, idempotence (zero changes on the second run) and verify (kernel state, boot-time replay,
+negative tests per input rule). Roles are not undone between scenarios, as on a real host site.yml leaves
+them in place. Converge and idempotent re-run times are printed in the "lab timings" summary.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from blueprints.render.ansible import PLAYS
+from tests.lab.conftest import BIN, REPO, TIMINGS, ExampleLab, run, tail
+
+pytestmark = pytest.mark.lab
+
+ROLES = tuple(p.role for p in PLAYS)  # site.yml's order
+# prepare --force: a scenario's dependencies (prepare-rdma.yml) run even where molecule's state says prepared
+STEPS = (("create",), ("prepare", "--force"), ("converge",), ("idempotence",), ("verify",), ("destroy",))
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_role_scenario(role: str, example_lab: ExampleLab) -> None:
+    env = {"CLUSTERSMITH_LAB_WORKDIR": str(example_lab.folder)}
+    for step, *args in STEPS:
+        started = time.monotonic()
+        done = run([BIN / "molecule", step, *args], timeout=3600, env=env, cwd=REPO / "roles" / role)
+        assert done.returncode == 0, f"molecule {step} of {role} failed:\n{tail(done, 12000)}"
+        if step in ("converge", "idempotence", "verify"):
+            TIMINGS[f"{role}: molecule {step}"] = time.monotonic() - started
+
