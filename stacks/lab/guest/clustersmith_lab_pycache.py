@@ -7,12 +7,11 @@ same source runs the same code and only the compile is skipped. Loaded at interp
 clustersmith-lab-pycache.pth; it changes nothing for imports from the file system.
 """
 
+import _imp
 import hashlib
 import marshal
 import os
 import zipimport
-
-import _imp
 
 CACHE = "/var/cache/clustersmith-pyc"
 _compile_source = zipimport._compile_source
