@@ -176,6 +176,12 @@ def test_lab_checks_are_informational_and_lab_plan_matches_target() -> None:
     assert {e.name: e.value for e in bp.nccl.env}["NCCL_IB_HCA"] == "rxe0,rxe1"
 
 
+def test_the_lab_exporter_refreshes_less_often_than_real_hosts() -> None:
+    """Each exporter run costs seconds of CPU in an emulated guest; real hosts refresh every 10 s."""
+    assert planned(spec("lab.yaml")).monitoring.collect_interval.value == 30
+    assert planned(spec()).monitoring.collect_interval.value == 10
+
+
 def test_planning_is_deterministic() -> None:
     a = planned(spec()).model_dump_json()
     b = planned(spec()).model_dump_json()
