@@ -15,6 +15,7 @@ whatever happened:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -88,12 +90,13 @@ def lab(lab_workdir: Path) -> Iterator[Lab]:
 @dataclass(frozen=True)
 class ExampleLab:
     """The running lab of examples/lab.yaml: its Blueprint, its build folder (``<out>/lab``) and the lab; once
-    site.yml ran (``deployed``), the tasks it changed per host."""
+    site.yml ran (``deployed``), how many tasks it changed per host, and which."""
 
     blueprint: Blueprint
     folder: Path
     lab: Lab
     site_changed: dict[str, int] | None = None
+    site_changed_tasks: tuple[str, ...] = ()
 
 
 def run(argv: list[str | Path], timeout: float, env: dict[str, str] | None = None,
@@ -111,8 +114,16 @@ def tail(done: subprocess.CompletedProcess[str], size: int = 6000) -> str:
 
 @pytest.fixture(scope="session")
 def example_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleLab]:
-    """`clustersmith build examples/lab.yaml` then `clustersmith lab up`; `lab down` at the end of the session."""
+    """`clustersmith build examples/lab.yaml` then `clustersmith lab up`; `lab down` at the end of the session.
+
+    With ``CLUSTERSMITH_EXAMPLE_LAB`` set to the build folder of an example lab already up (``<out>/lab``), the
+    session attaches to it and leaves it running, and takes it as converged by site.yml (``deployed``): for
+    re-running one lab module while working on it."""
     require_lab_tools()
+    if reuse := os.environ.get("CLUSTERSMITH_EXAMPLE_LAB"):
+        folder = Path(reuse)
+        yield ExampleLab(load_blueprint(folder), folder, Lab.attach(folder))
+        return
     out = tmp_path_factory.mktemp("example-lab")
     built = run([sys.executable, "-m", "blueprints", "build", EXAMPLE, "-o", out], timeout=300)
     assert built.returncode == 0, tail(built)
@@ -127,31 +138,62 @@ def example_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleLab
         run([sys.executable, "-m", "blueprints", "lab", "down", folder], timeout=600)
 
 
+def play_seconds(log: str) -> dict[str, float]:
+    """Seconds per play, from the timestamps of an Ansible log (``ANSIBLE_LOG_PATH``): play start to the next
+    play's start, the last to the PLAY RECAP."""
+    marks = [(datetime.strptime(when, "%Y-%m-%d %H:%M:%S,%f"), name) for when, name in
+             re.findall(r"^(\S+ \S+) p=\d+ u=\S+ n=ansible \w+\| PLAY (?:\[(.*?)\]|RECAP)", log, re.M)]
+    return {name: (end - start).total_seconds() for (start, name), (end, _) in itertools.pairwise(marks) if name}
+
+
 def run_site(example_lab: ExampleLab, timing: str) -> subprocess.CompletedProcess[str]:
-    """The generated site.yml over the example lab, as a user runs it (the repository's ansible.cfg); timed."""
+    """The generated site.yml over the example lab, as a user runs it (the repository's ansible.cfg); timed as a
+    whole and per play (one play per role)."""
     folder = example_lab.folder
+    log = folder / "ansible" / "site.log"
+    log.unlink(missing_ok=True)
     started = time.monotonic()
     site = run([BIN / "ansible-playbook", "-i", folder / "ansible" / "inventory.yml", folder / "ansible" / "site.yml"],
-               timeout=3600, env={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg")})
+               timeout=3600, env={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_LOG_PATH": str(log)})
     TIMINGS[timing] = time.monotonic() - started
+    for play, seconds in play_seconds(log.read_text() if log.is_file() else "").items():
+        TIMINGS[f"{timing}: play {play}"] = seconds
     assert site.returncode == 0, tail(site, 12000)
     return site
 
 
 def recap_changed(playbook_output: str) -> dict[str, int]:
-    """host -> changed, from the PLAY RECAP of ansible-playbook's output."""
+    """host -> changed, from the last PLAY RECAP of ansible-playbook's output (molecule's converge prints the
+    prepare playbook's recap first)."""
+    last = playbook_output.rsplit("PLAY RECAP", 1)[-1]
     return {host: int(changed) for host, changed in
-            re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=0", playbook_output, re.M)}
+            re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=0", last, re.M)}
+
+
+def changed_tasks(playbook_output: str) -> list[str]:
+    """The tasks that reported changed in the last playbook of the output, with their hosts."""
+    last = playbook_output.split("PLAY RECAP")[-2] if "PLAY RECAP" in playbook_output else playbook_output
+    task = ""
+    found = []
+    for line in last.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [")):
+            task = line.split("[", 1)[1].rsplit("]", 1)[0]
+        elif line.startswith("changed: "):
+            found.append(f"{task}: {line.split(None, 1)[1]}")
+    return found
 
 
 @pytest.fixture(scope="session")
 def deployed(example_lab: ExampleLab) -> ExampleLab:
     """The example lab after the generated site.yml ran over it once. After the role scenarios (the usual order)
-    this is site.yml's re-run on converged hosts; alone (``-k accept``, say), a fresh converge."""
+    this is site.yml's re-run on converged hosts; alone (``-k accept``, say), a fresh converge. An attached lab
+    (``CLUSTERSMITH_EXAMPLE_LAB``) is taken as converged by its owner."""
+    if os.environ.get("CLUSTERSMITH_EXAMPLE_LAB"):
+        return example_lab
     site = run_site(example_lab, "site.yml over the example lab")
     changed = recap_changed(site.stdout)
     assert set(changed) == {h.name for h in example_lab.lab.saved_state().hosts}, tail(site)
-    return dataclasses.replace(example_lab, site_changed=changed)
+    return dataclasses.replace(example_lab, site_changed=changed, site_changed_tasks=tuple(changed_tasks(site.stdout)))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

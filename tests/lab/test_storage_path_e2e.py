@@ -1,9 +1,15 @@
-"""The storage data path end to end on the example lab, after the generated site.yml converged it.
+"""The storage data path end to end on the example lab.
 
 First, after every role's scenario converged the lab (test_role_scenarios.py), the generated site.yml finds
-nothing to change. Then fio with verify=crc32c on the multipath namespace while client-1's rail 0 is cut
-and restored: zero I/O errors, zero verify failures, I/O goes on over the other rail, both paths live
-afterwards. The I/O pause is printed in the "lab timings" summary.
+nothing to change (``make test-lab``). Then fio with verify=crc32c on the multipath namespace while client-1's
+rail 0 is cut and restored: zero I/O errors, zero verify failures, I/O goes on over the other rail while rail 0
+is still down, both paths live afterwards. The I/O pause is printed in the "lab timings" summary.
+
+What the lab's kernel does (dmesg, measured here): the host's keep-alive notices the dead path after about
+keep_alive_tmo plus a few seconds and starts error recovery, but the requests already in flight on that path are
+failed over to the other path only when they time out (``nvme_core.io_timeout``, 30 s by default): I/O pauses
+for about that long, then goes on over rail 1. So the cut lasts longer than the I/O timeout plus keep-alive,
+and the pause is bounded by them, both read from the host.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from tests.roles.library import load
 pytestmark = pytest.mark.lab
 
 CUT_AFTER_S = 10  # fio runs this long on both rails before the cut
-CUT_S = 20  # how long rail 0 stays cut (the DESIGN measurement)
+MARGIN_S = 20  # TCG guests on a loaded 2-core machine: timers fire late
 IOPS_LOG_MS = 250
 subsys_info = load("nvmeof", "nvme_subsys_info.py")
 
@@ -36,8 +42,10 @@ def ssh_out(lab: Lab, host: str, command: str, timeout: float = 300) -> str:
 def test_site_yml_changes_nothing_on_the_converged_lab(deployed: ExampleLab) -> None:
     """After every role's scenario converged the lab, the generated site.yml (all roles, the Blueprint's group_vars,
     the repository's ansible.cfg) finds nothing to change: the roles and site.yml agree, and site.yml is idempotent."""
-    assert deployed.site_changed is not None
-    assert set(deployed.site_changed.values()) == {0}, f"site.yml changed tasks per host: {deployed.site_changed}"
+    if deployed.site_changed is None:
+        pytest.skip("site.yml ran outside this session: the lab was attached (CLUSTERSMITH_EXAMPLE_LAB)")
+    assert set(deployed.site_changed.values()) == {0}, "\n".join(
+        [f"site.yml changed tasks per host: {deployed.site_changed}", *deployed.site_changed_tasks])
 
 
 def multipath_state(lab: Lab, host: str, nqn: str) -> object:
@@ -75,16 +83,20 @@ log_avg_msec={log_ms}
 """
 
 
-def test_fio_verify_survives_a_rail_cut(deployed: ExampleLab) -> None:
-    lab = deployed.lab
-    plan = deployed.blueprint.storage.nvmeof
+def test_fio_verify_survives_a_rail_cut(example_lab: ExampleLab) -> None:
+    """On the lab the role scenarios converged (CI), or after site.yml too (``make test-lab``)."""
+    lab = example_lab.lab
+    plan = example_lab.blueprint.storage.nvmeof
     assert plan is not None
     nqn = plan.subsystems[0].nqn
     sub, heads = multipath_state(lab, "client-1", nqn)
     assert sub.live_paths == plan.paths_per_subsystem.value and len(heads) == 1, (sub, heads)
+    io_timeout = int(ssh_out(lab, "client-1", "cat /sys/module/nvme_core/parameters/io_timeout"))
+    failover_s = io_timeout + plan.keep_alive_tmo.value  # the longest the kernel holds I/O on a dead path
+    cut_s = failover_s + MARGIN_S
     # after the link returns the path reconnects within a few reconnect_delay periods (Blueprint)
     heal_s = 3 * plan.reconnect_delay.value + plan.keep_alive_tmo.value
-    runtime = CUT_AFTER_S + CUT_S + heal_s
+    runtime = CUT_AFTER_S + cut_s + heal_s
     job = FIO_JOB.format(device=heads[0], runtime=runtime, log_ms=IOPS_LOG_MS)
     ssh_out(lab, "client-1", f"rm -f /root/railcut*; cat > /root/railcut.fio <<'EOF'\n{job}EOF")
     saved = lab.saved_state()
@@ -95,7 +107,7 @@ def test_fio_verify_survives_a_rail_cut(deployed: ExampleLab) -> None:
         lab.set_link("client-1", 0, up=False)
         cut_at = time.monotonic()
         try:
-            time.sleep(CUT_S)
+            time.sleep(cut_s)
         finally:
             lab.set_link("client-1", 0, up=True)
         cut_for = time.monotonic() - cut_at
@@ -108,7 +120,9 @@ def test_fio_verify_survives_a_rail_cut(deployed: ExampleLab) -> None:
     pause_ms = longest_pause_ms(ssh_out(lab, "client-1", "cat /root/railcut_iops.1.log"))
     TIMINGS["rail cut: longest I/O pause (s)"] = pause_ms / 1000
     TIMINGS["rail cut: link down for (s)"] = cut_for
-    assert pause_ms < CUT_S * 1000, f"I/O stopped for {pause_ms} ms: it did not go on over rail 1 during the cut"
+    assert pause_ms < (failover_s + MARGIN_S / 2) * 1000, (
+        f"I/O stopped for {pause_ms} ms with rail 0 down for {cut_for:.0f} s: it did not go on over rail 1 within "
+        f"nvme_core.io_timeout {io_timeout} s + keep_alive_tmo {plan.keep_alive_tmo.value:g} s")
     deadline = time.monotonic() + heal_s + 120
     while True:
         sub, _ = multipath_state(lab, "client-1", nqn)
