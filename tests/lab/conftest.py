@@ -163,19 +163,16 @@ def run_site(example_lab: ExampleLab, timing: str) -> subprocess.CompletedProces
 
 
 def recap_changed(playbook_output: str) -> dict[str, int]:
-    """host -> changed, from the last PLAY RECAP of ansible-playbook's output (molecule's converge prints the
-    prepare playbook's recap first)."""
-    last = playbook_output.rsplit("PLAY RECAP", 1)[-1]
+    """host -> changed, from the PLAY RECAP of ansible-playbook's output."""
     return {host: int(changed) for host, changed in
-            re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=0", last, re.M)}
+            re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=0", playbook_output, re.M)}
 
 
 def changed_tasks(playbook_output: str) -> list[str]:
-    """The tasks that reported changed in the last playbook of the output, with their hosts."""
-    last = playbook_output.split("PLAY RECAP")[-2] if "PLAY RECAP" in playbook_output else playbook_output
+    """The tasks that reported changed in ansible-playbook's output, with their hosts."""
     task = ""
     found = []
-    for line in last.splitlines():
+    for line in playbook_output.splitlines():
         if line.startswith(("TASK [", "RUNNING HANDLER [")):
             task = line.split("[", 1)[1].rsplit("]", 1)[0]
         elif line.startswith("changed: "):
