@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import yaml
+
 from tests.roles.library import ROLES
 
 BIN = Path(__file__).resolve().parents[2] / ".venv" / "bin"
@@ -28,3 +30,25 @@ def test_no_role_ignores_errors() -> None:
             text = path.read_text()
             assert "ignore_errors" not in text, f"{path} uses ignore_errors"
             assert "failed_when: false" not in text, f"{path} uses failed_when: false"
+
+
+def _tasks(items: list[dict[str, object]]) -> list[dict[str, object]]:
+    found = []
+    for task in items or []:
+        found.append(task)
+        for key in ("block", "rescue", "always"):
+            found += _tasks(task.get(key, []))  # type: ignore[arg-type]
+    return found
+
+
+def test_read_only_probes_run_in_check_mode() -> None:
+    """A probe that never changes anything (``changed_when: false``) must also run under ``--check``: skipped
+    there, its registered result is empty and the tasks that read it decide wrongly (monitoring's package probe
+    made every package look missing, and apt then ran in a dry run)."""
+    probes = []
+    for path in sorted(ROLES.glob("*/tasks/*.yml")):
+        for task in _tasks(yaml.safe_load(path.read_text())):
+            if task.get("changed_when") is False:
+                probes.append(f"{path.relative_to(ROLES)}: {task.get('name')}")
+                assert task.get("check_mode") is False, f"{probes[-1]} lacks check_mode: false"
+    assert probes, "no read-only probe found: the walk over the roles' tasks is broken"
