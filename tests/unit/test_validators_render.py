@@ -48,7 +48,7 @@ def test_job_files_carry_the_planned_shape(built: tuple[object, Path]) -> None:
         assert "direct=1\n" in text and "ioengine=libaio\n" in text
     mixed = (folder / "acceptance" / "fio" / "mixed.fio").read_text()
     assert "rw=randrw\n" in mixed and "rwmixread=70\n" in mixed and "bsrange=4k-1M\n" in mixed
-    assert "verify=crc32c\n" in mixed
+    assert "verify=crc32c\n" in mixed and "verify_state_save=0\n" in mixed  # no state files left behind
 
 
 def test_fio_accepts_every_job_file(built: tuple[object, Path]) -> None:
