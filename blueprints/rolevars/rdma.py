@@ -40,6 +40,9 @@ class RdmaVars(RoleVars):
         description="Create Soft-RoCE (rxe) devices on the rail NICs: the lab, whose NICs have no RDMA engine")
     rdma_roce_mode: Literal["RoCE v2", "IB/RoCE v1"] = Field(
         default="RoCE v2", description="Default RoCE mode of RDMA-CM on each rail device (RoCE fabrics)")
+    rdma_roce_tos: int = Field(
+        ge=0, le=255, description="RDMA-CM default ToS of each rail device, as cma_roce_tos sets it "
+                                  "(qos.traffic_class; RoCE fabrics)")
     rdma_gid_index: int = Field(ge=0, description="GID index of the rail's RoCE v2 IPv4 GID (NCCL_IB_GID_INDEX)")
     rdma_mtu: int = Field(ge=576, le=9216, description="MTU of every rail NIC (fabric.mtu)")
     rdma_rails: tuple[InventoryRail, ...] | None = Field(
@@ -63,6 +66,7 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
             rdma_fabric=kind,
             rdma_soft_roce=bp.lab is not None,
             rdma_roce_mode="RoCE v2",
+            rdma_roce_tos=bp.qos.traffic_class.value,
             rdma_gid_index=gid_index(bp),
             rdma_mtu=bp.fabric.mtu.value,
         )

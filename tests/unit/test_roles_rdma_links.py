@@ -45,6 +45,18 @@ def test_a_hardware_nic_keeps_its_own_rdma_device() -> None:
                                                "mlx5_1: default_roce_mode RoCE v2"]
 
 
+def test_the_rdma_cm_tos_is_set_where_it_differs_and_left_where_it_holds() -> None:
+    fresh = rl.decide(rails(), state({}), soft_roce=True, roce_mode="RoCE v2", roce_tos=106)
+    assert [a.describe() for a in fresh if a.kind == "set_roce_tos"] == ["rxe0: default_roce_tos 106",
+                                                                         "rxe1: default_roce_tos 106"]
+    have = state({"rail0": "rxe0", "rail1": "rxe1"})
+    have.nics["rail0"] = rl.NicState("rail0", 1500, "rxe0", "RoCE v2", 106)
+    have.nics["rail1"] = rl.NicState("rail1", 4200, "rxe1", "RoCE v2", 0)  # the kernel's default
+    assert [a.describe() for a in rl.decide(rails(), have, soft_roce=True, roce_mode="RoCE v2", roce_tos=106)] == [
+        "rxe1: default_roce_tos 106"]
+    assert rl.decide(rails(), have, soft_roce=True, roce_mode="RoCE v2") == []  # no ToS asked: left alone
+
+
 def test_infiniband_sets_no_roce_mode() -> None:
     actions = rl.decide(rails(), state({"rail0": "mlx5_0", "rail1": "mlx5_1"}, mtu=4200), soft_roce=False,
                         roce_mode=None)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Bring every rail NIC to its RDMA state: MTU, Soft-RoCE device, RDMA-CM RoCE mode, GID check.
+"""Bring every rail NIC to its RDMA state: MTU, Soft-RoCE device, RDMA-CM RoCE mode and ToS, GID check.
 
 Ansible module (``rdma_links``) and, the same file, the boot-time applier run by
 ``clustersmith-rdma.service``: ``python3 rdma_links.py --apply /etc/clustersmith/rdma.json``.
@@ -25,7 +25,8 @@ short_description: MTU, Soft-RoCE device, RoCE mode and GID of every rail NIC
 description:
   - Fails with a clear message when a rail NIC named in the inventory does not exist.
   - Sets the MTU of each rail NIC, creates a Soft-RoCE (rxe) device named rxe<index> on it when asked,
-    sets RDMA-CM's default RoCE mode of the device, and checks the RoCE GID at the given index.
+    sets RDMA-CM's default RoCE mode and type of service of the device (what C(cma_roce_tos) sets), and checks
+    the RoCE GID at the given index.
   - Returns changed and a diff; supports check mode.
 options:
   rails:
@@ -45,6 +46,9 @@ options:
     description: RDMA-CM default RoCE mode; omit on InfiniBand.
     type: str
     choices: ["RoCE v2", "IB/RoCE v1"]
+  roce_tos:
+    description: RDMA-CM default IP type of service of RoCE connections that set none; omit to leave it.
+    type: int
   gid_index:
     description: GID index that must hold the rail address's RoCE GID; omit to skip the check.
     type: int
@@ -94,6 +98,7 @@ class NicState:
     mtu: int
     device: str | None  # the RDMA device on this NIC, if any
     roce_mode: str | None  # RDMA-CM default mode of that device, None where not readable yet
+    roce_tos: int | None = None  # RDMA-CM default ToS of that device, None where not readable yet
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +110,7 @@ class HostState:
 
 @dataclasses.dataclass(frozen=True)
 class Action:
-    kind: str  # set_mtu | add_rxe | set_roce_mode
+    kind: str  # set_mtu | add_rxe | set_roce_mode | set_roce_tos
     netdev: str
     device: str | None
     value: str
@@ -115,6 +120,8 @@ class Action:
             return f"{self.netdev}: mtu {self.value}"
         if self.kind == "add_rxe":
             return f"{self.netdev}: rdma link add {self.device} type rxe"
+        if self.kind == "set_roce_tos":
+            return f"{self.device}: default_roce_tos {self.value}"
         return f"{self.device}: default_roce_mode {self.value}"
 
 
@@ -153,8 +160,9 @@ def parse_rails(raw: list[dict[str, Any]], default_mtu: int) -> list[Rail]:
     return rails
 
 
-def decide(rails: list[Rail], state: HostState, soft_roce: bool, roce_mode: str | None) -> list[Action]:
-    """What must change so every rail has its MTU, its RDMA device and the RoCE mode. Pure."""
+def decide(rails: list[Rail], state: HostState, soft_roce: bool, roce_mode: str | None,
+           roce_tos: int | None = None) -> list[Action]:
+    """What must change so every rail has its MTU, its RDMA device, the RoCE mode and ToS. Pure."""
     missing = [r for r in rails if r.netdev not in state.netdevs]
     if missing:
         names = ", ".join(f"{r.netdev} (rail {r.name})" for r in missing)
@@ -178,6 +186,8 @@ def decide(rails: list[Rail], state: HostState, soft_roce: bool, roce_mode: str 
             actions.append(Action("add_rxe", rail.netdev, device, "rxe"))
         if roce_mode is not None and nic.roce_mode != roce_mode:
             actions.append(Action("set_roce_mode", rail.netdev, device, roce_mode))
+        if roce_tos is not None and nic.roce_tos != roce_tos:
+            actions.append(Action("set_roce_tos", rail.netdev, device, str(roce_tos)))
     return actions
 
 
@@ -217,14 +227,15 @@ class System:
     def cm_dir(self, device: str) -> Path:
         return self.sys / "kernel" / "config" / "rdma_cm" / device
 
-    def roce_mode(self, device: str) -> str | None:
-        """RDMA-CM's default RoCE mode of port 1 (reading needs the configfs group; making it changes nothing)."""
+    def cm_value(self, device: str, name: str) -> str | None:
+        """RDMA-CM's ``default_roce_mode`` or ``default_roce_tos`` of port 1 (reading needs the configfs group;
+        making it changes nothing)."""
         group = self.cm_dir(device)
         if not group.parent.is_dir():
             return None
         try:
             group.mkdir(exist_ok=True)
-            return (group / "ports" / "1" / "default_roce_mode").read_text().strip()
+            return (group / "ports" / "1" / name).read_text().strip()
         except OSError:
             return None
 
@@ -237,7 +248,10 @@ class System:
                 continue
             device = next((link.device for link in links if link.netdev == rail.netdev), None)
             mtu = int((self.sys / "class" / "net" / rail.netdev / "mtu").read_text())
-            nics[rail.netdev] = NicState(rail.netdev, mtu, device, self.roce_mode(device) if device else None)
+            tos = self.cm_value(device, "default_roce_tos") if device else None
+            nics[rail.netdev] = NicState(rail.netdev, mtu, device,
+                                         self.cm_value(device, "default_roce_mode") if device else None,
+                                         int(tos) if tos is not None and tos.isdigit() else None)
         return HostState(netdevs=netdevs, nics=nics, links=links)
 
     def gids(self, device: str) -> dict[int, tuple[str, str]]:
@@ -259,12 +273,12 @@ class System:
             self.run("ip", "link", "set", "dev", action.netdev, "mtu", action.value)
         elif action.kind == "add_rxe":
             self.run("rdma", "link", "add", str(action.device), "type", "rxe", "netdev", action.netdev)
-        elif action.kind == "set_roce_mode":
+        elif action.kind in ("set_roce_mode", "set_roce_tos"):
             group = self.cm_dir(str(action.device))
             if not group.parent.is_dir():
                 self.run("modprobe", "rdma_cm")
             group.mkdir(exist_ok=True)
-            (group / "ports" / "1" / "default_roce_mode").write_text(action.value)
+            (group / "ports" / "1" / action.kind.replace("set_", "default_")).write_text(action.value)
 
 
 def link_of(system: System, device: str) -> Link | None:
@@ -276,13 +290,15 @@ def converge(params: dict[str, Any], check_mode: bool, system: System, verify_gi
     rails = parse_rails(params["rails"], int(params["mtu"]))
     roce_mode = params.get("roce_mode")
     state = system.read_state(rails)
-    actions = decide(rails, state, bool(params["soft_roce"]), roce_mode)
+    tos = params.get("roce_tos")
+    actions = decide(rails, state, bool(params["soft_roce"]), roce_mode, None if tos is None else int(tos))
     if not check_mode:
         for action in actions:
             system.apply(action)
     result: dict[str, Any] = {
         "changed": bool(actions),
-        "diff": {"before": "".join(f"{nic.netdev}: mtu {nic.mtu}, device {nic.device}, mode {nic.roce_mode}\n"
+        "diff": {"before": "".join(f"{nic.netdev}: mtu {nic.mtu}, device {nic.device}, mode {nic.roce_mode}, "
+                                   f"tos {nic.roce_tos}\n"
                                    for nic in state.nics.values()),
                  "after": "".join(a.describe() + "\n" for a in actions)},
         "rails": [],
@@ -317,6 +333,7 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "mtu": {"type": "int", "required": True},
     "soft_roce": {"type": "bool", "required": True},
     "roce_mode": {"type": "str", "choices": ["RoCE v2", "IB/RoCE v1"]},
+    "roce_tos": {"type": "int"},
     "gid_index": {"type": "int"},
 }
 
