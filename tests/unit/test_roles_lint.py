@@ -1,4 +1,5 @@
-"""The rdma, nvmeof and storage_tiering roles pass ansible-lint's production profile, offline."""
+"""Every role, its molecule scenario included, passes ansible-lint's production profile, offline; no role
+swallows errors; read-only probes run under --check."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import yaml
 from tests.roles.library import ROLES
 
 BIN = Path(__file__).resolve().parents[2] / ".venv" / "bin"
-OURS = ("rdma", "nvmeof", "storage_tiering")
+OURS = tuple(sorted(p.name for p in ROLES.iterdir() if (p / "tasks" / "main.yml").is_file()))
 
 
 def test_roles_pass_the_production_profile() -> None:
+    assert len(OURS) >= 6, OURS
     lint = BIN / "ansible-lint" if (BIN / "ansible-lint").exists() else Path("ansible-lint")
     done = subprocess.run([str(lint), "--offline", "--profile", "production", "--nocolor",
                            *(str(ROLES / r) for r in OURS)],
