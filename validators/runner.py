@@ -22,6 +22,7 @@ from typing import Any
 import ansible_runner
 
 from blueprints.blueprint import Blueprint, Check, FioWorkload
+from blueprints.render.monitoring import hosts_by_role
 from validators.inventory import Inventory, rdma_devices
 from validators.safety import WritePlan
 
@@ -45,6 +46,9 @@ class HostOutcome:
 
 def _failure(task: str, res: dict[str, Any]) -> str:
     text = str(res.get("msg") or res.get("stderr") or res.get("stdout") or "failed").strip()
+    output = str(res.get("stderr") or res.get("stdout") or "").strip()
+    if text == "non-zero return code" and output:  # the command module's words; the tool's own say why
+        text = f"exit {res.get('rc')}: {output.splitlines()[-1].strip()}"
     cmd = res.get("cmd")
     program = (cmd[0] if isinstance(cmd, list) else str(cmd).split()[0]) if cmd else None
     not_run = "No such file or directory" in text or (text == "Error executing command." and str(res.get("rc")) == "2"
@@ -208,7 +212,7 @@ class Runner:
 
     def probe(self, probes: list[str], check_ids: dict[str, list[str]]) -> None:
         clients = self.inventory.group("gpu_clients")
-        prometheus = self.inventory.group("monitoring")[:1]
+        prometheus = self.monitoring_hosts()[:1]
         hosts = sorted(set(clients) | set(prometheus))
         outcomes = self._play("probe", "probe.yml", hosts, {
             "accept_probes": probes, "accept_prometheus": prometheus,
@@ -243,8 +247,18 @@ class Runner:
             relevant = prometheus if probe in ("targets", "cache") else clients
             self._record(ids, {h: outcomes[h] for h in relevant})
         if not prometheus:
+            planned = ", ".join(hosts_by_role(self.bp).get("monitoring", [])) or "none"
             for cid in check_ids.get("targets", []) + check_ids.get("cache", []):
-                self.setup_errors.setdefault(cid, {})["inventory"] = "no host in group monitoring"
+                self.setup_errors.setdefault(cid, {})["inventory"] = (
+                    f"no monitoring host: the Blueprint's ({planned}) are not in the inventory, and its group "
+                    "monitoring is empty")
+
+    def monitoring_hosts(self) -> list[str]:
+        """Where Prometheus runs: the Blueprint's monitoring hosts (the monitoring role's ``monitoring_servers``)
+        that the inventory has, else the inventory's ``monitoring`` group. On the lab Prometheus shares the
+        storage target, which the lab's inventory lists under storage_targets only."""
+        planned = [h for h in hosts_by_role(self.bp).get("monitoring", []) if h in self.inventory.hosts]
+        return planned or self.inventory.group("monitoring")
 
     def prometheus_url(self, host: str) -> str:
         """Prometheus as its host reaches it: on the address in the plan's listen network, else loopback."""

@@ -14,6 +14,7 @@ import yaml
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
+from validators.runner import _failure
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -108,3 +109,24 @@ def test_playbooks_pass_ansible_lint_production() -> None:
                        capture_output=True, text=True, timeout=600, env={"PATH": f"{VENV_BIN}:/usr/bin:/bin",
                                                                          "HOME": str(Path.home())})
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_failed_command_is_reported_with_the_tools_own_last_words() -> None:
+    res = {"msg": "non-zero return code", "rc": 1, "cmd": ["ib_write_bw", "-d", "rxe0", "10.77.0.1"],
+           "stdout": "", "stderr": "Couldn't connect to 10.77.0.1:18515\nUnable to open file descriptor for socket\n"}
+    assert _failure("Run the client", res) == "Run the client: exit 1: Unable to open file descriptor for socket"
+    assert _failure("Run fio", {"msg": "", "rc": 2, "cmd": ["fio"], "stderr": "fio: No such file or directory"}) \
+        == "Run fio: fio: command not found"
+
+
+def test_prometheus_is_looked_for_on_the_blueprints_monitoring_host(out: Path, tmp_path: Path) -> None:
+    """The lab's inventory lists its storage target, where the Blueprint puts Prometheus, under storage_targets
+    only: the probe must still query it there, not report a missing monitoring group."""
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump({"all": {"children": {"gpu_clients": {"hosts": {"local-1": LOCAL}},
+                                                         "storage_targets": {"hosts": {"storage-1": LOCAL}}}}}))
+    r = accept(out, "--inventory", path, "--only", "monitoring.targets_up")
+    assert r.returncode == 2, r.stdout + r.stderr
+    got = latest_report(out)["monitoring.targets_up"]
+    assert got["status"] == "setup_error" and "storage-1" in str(got["message"]), got["message"]
+    assert "no monitoring host" not in str(got["message"])
