@@ -215,7 +215,7 @@ class Runner:
         prometheus = self.monitoring_hosts()[:1]
         hosts = sorted(set(clients) | set(prometheus))
         outcomes = self._play("probe", "probe.yml", hosts, {
-            "accept_probes": probes, "accept_prometheus": prometheus,
+            "accept_probes": probes, "accept_clients": clients, "accept_prometheus": prometheus,
             "accept_prometheus_url": self.prometheus_url(prometheus[0]) if prometheus else ""}, 180)
         for host in clients:
             o = outcomes[host]
