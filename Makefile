@@ -5,16 +5,10 @@ BIN    := $(VENV)/bin
 SPEC   ?= examples/cv-training-500tb.yaml
 OUT    ?= out
 
-# The lab tier (real kernels under QEMU): the lab's own tests on the default lab, then on one booted lab of
-# examples/lab.yaml every role's molecule scenario, site.yml, the storage path under a rail cut, acceptance and
-# the monitoring alerts (tests/lab/conftest.py orders them). `make test` (CI, 2 cores) runs the lab's own
-# tests, the scenarios of the data-path and QoS roles and the rail cut on the lab they converged; monitoring's
-# scenario, site.yml over the whole lab, acceptance and the alerts (about 40 more minutes under TCG) run in
-# `make test-lab`.
-CI_ROLES ?= rdma pfc_dcqcn nvmeof storage_tiering nccl
-LAB_CI ?= tests/lab/test_lab_e2e.py tests/lab/test_lab_cleanup.py \
-	$(foreach role,$(CI_ROLES),'tests/lab/test_role_scenarios.py::test_role_scenario[$(role)]') \
-	tests/lab/test_storage_path_e2e.py::test_fio_verify_survives_a_rail_cut
+# The lab tier (real kernels under QEMU), all of it in `make test`: the lab's own tests on the default lab, then on
+# one booted lab of examples/lab.yaml every role's molecule scenario, site.yml, the storage path under a rail cut,
+# acceptance and the monitoring alerts (tests/lab/conftest.py orders them). Ansible runs there with Mitogen's
+# strategy (tests/lab/conftest.py: ansible_strategy_env), one scenario with the stock one.
 LAB_TESTS ?= tests/lab
 
 .PHONY: demo test test-unit test-lab test-molecule lint typecheck venv clean golden bench
@@ -35,7 +29,7 @@ demo: venv
 
 test: venv lint
 	$(BIN)/pytest -q tests -m "not lab"
-	$(BIN)/pytest -q -m lab $(LAB_CI)
+	$(BIN)/pytest -q -m lab $(LAB_TESTS)
 
 test-unit: venv
 	$(BIN)/pytest -q tests -m "not lab"

@@ -21,6 +21,11 @@ def host_vars(host: HostState, private_key: Path) -> dict[str, Any]:
         "ansible_user": "root",
         "ansible_ssh_private_key_file": str(private_key),
         "ansible_ssh_common_args": COMMON_ARGS,
+        # every boot makes new host keys; COMMON_ARGS tells ssh, this tells Ansible (and Mitogen's connection)
+        "ansible_host_key_checking": False,
+        # TCG guests on a busy 2-core machine answer late, and Mitogen's connect includes starting its
+        # interpreter in the guest (10 s and more when three VMs start at once); Ansible's default is 10 s
+        "ansible_ssh_timeout": 60,
         "ansible_python_interpreter": "/usr/bin/python3",
         "lab_role": host.role,
         "rails": [
