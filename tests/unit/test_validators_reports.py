@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 import subprocess
 import xml.etree.ElementTree as ET
 import zlib
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
+from tests.report_html import chromium, plots, rendered_dom
 from validators.evaluate import evaluate
 from validators.report import RunReport, write_all
 from validators.results import Results
@@ -74,29 +73,8 @@ def test_json_report_round_trips(report: RunReport, written: dict[str, Path]) ->
     assert {"measured", "threshold", "op", "unit", "status", "message"} <= set(checks["storage.jitter"])
 
 
-class _Plots(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.section: str | None = None
-        self.svgs: dict[str, list[str]] = {}
-        self.lines: dict[str, list[int]] = {}
-        self.external: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if tag == "section":
-            self.section = a.get("id")
-        elif tag == "svg" and self.section:
-            self.svgs.setdefault(self.section, []).append(a.get("aria-label") or "")
-        elif tag == "polyline" and self.section:
-            self.lines.setdefault(self.section, []).append(int(a.get("data-points") or 0))
-        elif tag in ("script", "link", "img") or (tag == "a" and (a.get("href") or "").startswith("http")):
-            self.external.append(tag)
-
-
 def test_html_is_self_contained_with_the_expected_plots(report: RunReport, written: dict[str, Path]) -> None:
-    parser = _Plots()
-    parser.feed(written["report.html"].read_text())
+    parser = plots(written["report.html"].read_text())
     assert parser.external == []
     assert any("throughput over time per client" in t for t in parser.svgs["storage.read_throughput"])
     assert any("latency percentiles" in t for t in parser.svgs["storage.latency_p99"])
@@ -137,17 +115,9 @@ def _png_pixels(path: Path) -> tuple[int, int, int, bytearray]:
 
 
 def test_html_renders_in_headless_chromium(written: dict[str, Path], tmp_path: Path) -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        message = "the rendering test needs headless Chromium (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail("CI must run it, but " + message, pytrace=False)
-        pytest.skip(message)
     shot = tmp_path / "report.png"
-    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                          written["report.html"].as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0 and dom.stdout.count("<polyline") >= 5, dom.stderr[-2000:]
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+    assert rendered_dom(written["report.html"]).count("<polyline") >= 5
+    subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                     "--window-size=1000,2400", f"--screenshot={shot}", written["report.html"].as_uri()],
                    capture_output=True, timeout=120, check=True)
     width, height, bpp, pixels = _png_pixels(shot)
