@@ -216,6 +216,7 @@ class Runner:
         hosts = sorted(set(clients) | set(prometheus))
         outcomes = self._play("probe", "probe.yml", hosts, {
             "accept_probes": probes, "accept_clients": clients, "accept_prometheus": prometheus,
+            "accept_settle_s": self.paths_settle_s(),
             "accept_prometheus_url": self.prometheus_url(prometheus[0]) if prometheus else ""}, 180)
         for host in clients:
             o = outcomes[host]
@@ -252,6 +253,12 @@ class Runner:
                 self.setup_errors.setdefault(cid, {})["inventory"] = (
                     f"no monitoring host: the Blueprint's ({planned}) are not in the inventory, and its group "
                     "monitoring is empty")
+
+    def paths_settle_s(self) -> int:
+        """How long a path that is reconnecting may take before the paths check judges it: three of the
+        Blueprint's reconnect delays (a keep-alive hiccup under load reconnects within one or two)."""
+        plan = self.bp.storage.nvmeof
+        return 3 * plan.reconnect_delay.value if plan is not None else 0
 
     def monitoring_hosts(self) -> list[str]:
         """Where Prometheus runs: the Blueprint's monitoring hosts (the monitoring role's ``monitoring_servers``)
