@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from stacks.lab import Lab
-from tests.lab.conftest import TIMINGS, ExampleLab, run
+from tests.lab.conftest import TIMINGS, ExampleLab
+from tests.lab.conftest import run as run_command  # the tests' `run` is a run folder
 from tests.report_html import plots, rendered_dom
 from validators.rdma import parse_perftest_bw
 
@@ -30,8 +31,8 @@ TIMEOUT_SCALE = "4"  # TCG guests on a shared 2-core machine
 def accept(folder: Path, *args: str) -> tuple[int, dict[str, dict[str, Any]], Path]:
     before = set((folder / "acceptance" / "runs").glob("*")) if (folder / "acceptance" / "runs").is_dir() else set()
     started = time.monotonic()
-    done = run([sys.executable, "-m", "validators", "accept", folder, "--timeout-scale", TIMEOUT_SCALE, *args],
-               timeout=3600)
+    done = run_command([sys.executable, "-m", "validators", "accept", folder, "--timeout-scale", TIMEOUT_SCALE,
+                        *args], timeout=3600)
     TIMINGS[f"accept {' '.join(args) or '(all checks)'}"] = time.monotonic() - started
     runs = sorted(set((folder / "acceptance" / "runs").glob("*")) - before)
     assert runs, done.stdout[-4000:] + done.stderr[-4000:]
