@@ -44,5 +44,7 @@ def evaluate(bp: Blueprint, results: Results, only: Iterable[str] = (), strict: 
                 if strict:
                     raise
                 m = Measurement(setup_error=str(exc))
+        if notes := results.runner_notes(check.id):
+            m = m.model_copy(update={"notes": m.notes + notes})
         judged.append(judge(check, m, time.monotonic() - started))
     return judged

@@ -11,6 +11,7 @@
     prometheus/cache_hit_ratio.json       GET /api/v1/query?query=clustersmith_lvmcache_read_hit_ratio
     setup-errors.json                     written by the runner: {check id: {host: why the tool did not run}}
     host-facts.json                       written by the runner: {host: {"gpus": n, "rails": n}}
+    runner-notes.json                     written by the runner: {check id: [what it did that a reader should know]}
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ class Results:
         data = _json(path)
         found = data.get(check_id, {}) if isinstance(data, dict) else {}
         return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+    def runner_notes(self, check_id: str) -> tuple[str, ...]:
+        path = self.root / "runner-notes.json"
+        data = _json(path) if path.is_file() else {}
+        found = data.get(check_id, []) if isinstance(data, dict) else []
+        return tuple(str(n) for n in found) if isinstance(found, list) else ()
 
     def host_facts(self) -> dict[str, dict[str, int]]:
         path = self.root / "host-facts.json"

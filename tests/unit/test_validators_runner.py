@@ -11,13 +11,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from blueprints.blueprint import Check, load_blueprint
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
-from validators.runner import _failure
+from validators.evaluate import evaluate
+from validators.inventory import load_inventory
+from validators.results import Results
+from validators.runner import HostOutcome, Runner, _failure
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
+RDMA = REPO / "tests" / "fixtures" / "rdma"
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +135,63 @@ def test_prometheus_is_looked_for_on_the_blueprints_monitoring_host(out: Path, t
     got = latest_report(out)["monitoring.targets_up"]
     assert got["status"] == "setup_error" and "storage-1" in str(got["message"]), got["message"]
     assert "no monitoring host" not in str(got["message"])
+
+
+class ScriptedRunner(Runner):
+    """The runner with ansible-runner's answers scripted per perftest attempt (the playbook itself runs in the lab
+    tier: tests/lab/test_accept_lab.py): what the retry policy does with them."""
+
+    def __init__(self, out: Path, results: Path, answers: list[dict[str, HostOutcome]]) -> None:
+        rails = {name: {"rails": [{"index": i, "address": f"10.77.{i}.{n}"} for i in (0, 1)]}
+                 for n, name in enumerate(("storage-1", "client-1", "client-2"), start=1)}
+        path = results / "inventory.yml"
+        path.write_text(yaml.safe_dump({"all": {"children": {
+            "storage_targets": {"hosts": {"storage-1": rails["storage-1"]}},
+            "gpu_clients": {"hosts": {c: rails[c] for c in ("client-1", "client-2")}}}}}))
+        super().__init__(load_blueprint(out), out, load_inventory(path), results / "run", lambda s, m: None)
+        self.answers = answers
+        self.steps: list[str] = []
+
+    def _play(self, step: str, playbook: str, hosts: list[str], extravars: dict[str, object],
+              timeout: float) -> dict[str, HostOutcome]:
+        self.steps.append(step)
+        return {h: self.answers[len(self.steps) - 1].get(h, HostOutcome()) for h in hosts}
+
+
+MEASURE = "Run the client against the server's rail address"
+COMPLETION_ERROR = f"{MEASURE}: exit 1: Failed to complete run_iter_bw function successfully"
+
+
+def perftest_check(out: Path) -> Check:
+    return next(c for c in load_blueprint(out).acceptance.checks if c.id == "rdma.write_bw")
+
+
+def test_a_perftest_pair_that_failed_mid_run_is_measured_again_and_noted(out: Path, tmp_path: Path) -> None:
+    """A perftest server serves one connection: a client that connected and then failed (a completion error
+    under Soft-RoCE) cannot retry against it. The wave runs again with the server restarted; the note stays."""
+    recorded = (RDMA / "lab-ib_write_bw-rail0.client.txt").read_text()
+    runner = ScriptedRunner(out, tmp_path, [{"client-2": HostOutcome(failed=[COMPLETION_ERROR])},
+                                            {"client-2": HostOutcome(ok={MEASURE: [{"rc": 0, "stdout": recorded}]})}])
+    runner._perftest_wave(perftest_check(out), "ib_write_bw", [], 10, 0, "rxe0", {"client-2": "storage-1"})
+    runner.finish()
+    assert runner.steps == ["ib_write_bw-rail0-client-2", "ib_write_bw-rail0-client-2-attempt2"]
+    assert (runner.results / "ib_write_bw" / "rail0" / "client-2.txt").read_text() == recorded
+    assert runner.setup_errors == {}
+    judged = {r.id: r for r in evaluate(load_blueprint(out), Results(runner.results), ["rdma.write_bw"],
+                                        strict=False)}
+    assert judged["rdma.write_bw"].status == "info"
+    assert any(n.startswith("client-2: first attempt failed (rail 0 to storage-1: Run the client")
+               for n in judged["rdma.write_bw"].notes), judged["rdma.write_bw"].notes
+
+
+def test_a_perftest_pair_that_fails_twice_is_a_setup_error_and_one_not_run_is_not_retried(out: Path,
+                                                                                           tmp_path: Path) -> None:
+    runner = ScriptedRunner(out, tmp_path, [{"client-1": HostOutcome(unreachable="ssh: connect timed out"),
+                                             "client-2": HostOutcome(failed=[COMPLETION_ERROR])},
+                                            {"client-2": HostOutcome(failed=[COMPLETION_ERROR])}])
+    runner._perftest_wave(perftest_check(out), "ib_write_bw", [], 10, 0, "rxe0",
+                          {"client-1": "storage-1", "client-2": "storage-1"})
+    assert runner.steps == ["ib_write_bw-rail0-client-1-client-2", "ib_write_bw-rail0-client-2-attempt2"]
+    assert runner.setup_errors["rdma.write_bw"] == {
+        "client-1": "rail 0 to storage-1: unreachable: ssh: connect timed out",
+        "client-2": f"rail 0 to storage-1: {COMPLETION_ERROR}"}
