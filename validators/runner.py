@@ -37,6 +37,7 @@ class HostOutcome:
     ok: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
     unreachable: str | None = None
+    retried: list[str] = field(default_factory=list)  # failures of a task's earlier tries (``until``/``retries``)
 
     @property
     def problem(self) -> str | None:
@@ -90,6 +91,8 @@ class Runner:
                     outcomes[host].ok.setdefault(task, []).append(res)
                 elif kind in ("runner_on_failed", "runner_item_on_failed") and not ed.get("ignore_errors"):
                     outcomes[host].failed.append(_failure(task, res))
+                elif kind == "runner_retry":
+                    outcomes[host].retried.append(_failure(task, res))
                 elif kind == "runner_on_unreachable":
                     outcomes[host].unreachable = str(res.get("msg", "unreachable")).strip()
                 if kind in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable"):
@@ -218,8 +221,10 @@ class Runner:
                 failed[client] = f"rail {rail} to {wave[client]}: {problem}"
         ran = {c: why for c, why in failed.items() if (outcomes[c].problem or "").startswith(measure)}
         if attempt == 1 and ran:
-            for client, why in ran.items():
-                self.notes.setdefault(check.id, []).append(f"{client}: first attempt failed ({why}); measured again")
+            for client, why in ran.items():  # the first try's own words: later tries found the server gone
+                first = f"rail {rail} to {wave[client]}: {outcomes[client].retried[0]}" if outcomes[client].retried \
+                    else why
+                self.notes.setdefault(check.id, []).append(f"{client}: first attempt failed ({first}); measured again")
             self._perftest_wave(check, tool, args, duration_s, rail, device, {c: wave[c] for c in ran}, attempt + 1)
             failed = {c: why for c, why in failed.items() if c not in ran}
         for client, why in failed.items():
