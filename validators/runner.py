@@ -210,25 +210,24 @@ class Runner:
             "accept_tool": tool, "accept_args": args, "accept_pairs": pairs, "accept_servers": servers,
             "accept_clients": clients, "accept_timeout": int(timeout * self.scale),
         }, timeout * 2)
-        failed: dict[str, str] = {}
+        failed: dict[str, str] = {}  # client -> why, in the words of the host that failed
         measure = "Run the client against the server's rail address"
         for client in clients:
             res = outcomes[client].ok.get(measure, [])
             if res and res[-1].get("rc") == 0:
                 self._write(tool, f"rail{rail}", f"{client}.txt", text=str(res[-1].get("stdout", "")))
             else:
-                problem = outcomes[client].problem or outcomes[wave[client]].problem or "no output"
-                failed[client] = f"rail {rail} to {wave[client]}: {problem}"
-        ran = {c: why for c, why in failed.items() if (outcomes[c].problem or "").startswith(measure)}
+                failed[client] = outcomes[client].problem or outcomes[wave[client]].problem or "no output"
+        ran = [c for c in failed if (outcomes[c].problem or "").startswith(measure)]
         if attempt == 1 and ran:
-            for client, why in ran.items():  # the first try's own words: later tries found the server gone
-                first = f"rail {rail} to {wave[client]}: {outcomes[client].retried[0]}" if outcomes[client].retried \
-                    else why
-                self.notes.setdefault(check.id, []).append(f"{client}: first attempt failed ({first}); measured again")
+            for client in ran:  # the first try's own words: later tries found the server gone
+                why = failed.pop(client)
+                first = outcomes[client].retried[0] if outcomes[client].retried else why
+                self.notes.setdefault(check.id, []).append(
+                    f"{client}: first attempt failed (rail {rail} to {wave[client]}: {first}); measured again")
             self._perftest_wave(check, tool, args, duration_s, rail, device, {c: wave[c] for c in ran}, attempt + 1)
-            failed = {c: why for c, why in failed.items() if c not in ran}
         for client, why in failed.items():
-            self.setup_errors.setdefault(check.id, {})[client] = why
+            self.setup_errors.setdefault(check.id, {})[client] = f"rail {rail} to {wave[client]}: {why}"
 
     def probe(self, probes: list[str], check_ids: dict[str, list[str]]) -> None:
         clients = self.inventory.group("gpu_clients")
