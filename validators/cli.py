@@ -26,7 +26,7 @@ from validators.parse import PARSERS, parse_file
 from validators.report import RunReport, write_all
 from validators.results import Results
 
-out = Console()
+out = Console(soft_wrap=True)  # messages and report paths stay whole lines
 STYLE = {"pass": "green", "fail": "red", "warn": "yellow", "info": "blue", "not_applicable": "dim",
          "setup_error": "magenta"}
 
@@ -43,6 +43,9 @@ def _summary(report: RunReport) -> None:
         measured = "-" if c.measured is None else f"{c.measured:.4g}"
         table.add_row(c.id, f"[{STYLE[c.status]}]{c.status}[/]", measured, f"{c.op} {c.threshold:.4g}", c.unit,
                       ", ".join(c.spec))
+    # In a log (no terminal) Rich assumes 80 columns and would cut the check ids: print at the table's own width.
+    if not out.is_terminal:
+        out.width = max(out.width, out.measure(table, options=out.options.update_width(1000)).maximum)
     out.print(table)
     for c in report.checks:
         if c.status in ("fail", "setup_error", "not_applicable", "warn"):

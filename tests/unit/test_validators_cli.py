@@ -19,10 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 
 
-def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def run(*args: str | Path, columns: str = "200") -> subprocess.CompletedProcess[str]:
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"} | ({"COLUMNS": columns} if columns else {})
     return subprocess.run([sys.executable, "-m", "validators", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-                                                       "COLUMNS": "200"})
+                          text=True, timeout=120, env=env)
 
 
 @pytest.mark.parametrize(("tool", "fixture", "key", "value"), [
@@ -62,6 +62,16 @@ def test_accept_results_judges_a_hand_made_run(out: Path, tmp_path: Path) -> Non
         "storage.read_throughput": "fail", "storage.mixed": "pass", "nccl.allreduce_busbw": "fail"}
     assert (tmp_path / "report" / "junit.xml").is_file() and (tmp_path / "report" / "report.html").is_file()
     assert "storage.read_throughput: measured" in r.stdout
+
+
+def test_accept_prints_whole_check_ids_in_a_log(out: Path, tmp_path: Path) -> None:
+    """Without a terminal or COLUMNS (CI, `| tee`) the summary table keeps its full width, ids uncut."""
+    results = tmp_path / "results"
+    shutil.copytree(FIXTURES / "fio" / "results", results)
+    r = run("accept", out, "--results", results, "--report-dir", tmp_path / "report", columns="")
+    rows = {line.split("│")[1].strip() for line in r.stdout.splitlines() if line.startswith("│")}
+    assert {"storage.read_throughput", "storage.latency_p99", "nvmeof.paths"} <= rows, r.stdout
+    assert f"reports: {tmp_path / 'report' / 'junit.xml'}, " in r.stdout
 
 
 @pytest.mark.parametrize(("args", "message"), [
