@@ -12,6 +12,7 @@
     setup-errors.json                     written by the runner: {check id: {host: why the tool did not run}}
     host-facts.json                       written by the runner: {host: {"gpus": n, "rails": n}}
     runner-notes.json                     written by the runner: {check id: [what it did that a reader should know]}
+    cache-hosts.json                      written by the runner: [the hosts storage_tiering puts a cache on]
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ class Results:
         data = _json(path) if path.is_file() else {}
         found = data.get(check_id, []) if isinstance(data, dict) else []
         return tuple(str(n) for n in found) if isinstance(found, list) else ()
+
+    def cache_hosts(self) -> tuple[str, ...] | None:
+        """The hosts that should report a cache hit ratio, when the runner wrote them (not in hand-made results)."""
+        path = self.root / "cache-hosts.json"
+        data = _json(path) if path.is_file() else None
+        return tuple(str(h) for h in data) if isinstance(data, list) else None
 
     def host_facts(self) -> dict[str, dict[str, int]]:
         path = self.root / "host-facts.json"

@@ -256,6 +256,8 @@ class Runner:
                     found = o.ok.get(task, [])
                     if found and "content" in found[-1]:
                         self._write("qos", host, name, text=_b64(found[-1]))
+        if "cache" in probes:  # storage_tiering puts a cache on every GPU client: each should have a ratio
+            self._write("cache-hosts.json", text=json.dumps(clients, indent=2))
         for host in prometheus:
             o = outcomes[host]
             for task, name in (("Read the scrape targets", "targets.json"),

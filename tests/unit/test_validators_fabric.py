@@ -112,3 +112,32 @@ def test_bad_targets_answer(text: str, field: str, message: str) -> None:
 def test_bad_query_answer() -> None:
     with pytest.raises(ParseError, match="expected an instant vector"):
         parse_vector('{"status": "success", "data": {"resultType": "matrix", "result": []}}', "q.json")
+
+
+def cache_results(root: Path, hosts: list[str] | None) -> Path:
+    """A results folder with the recorded hit ratio answer and, as `accept` writes it, the hosts with a cache."""
+    (root / "prometheus").mkdir()
+    (root / "prometheus" / "cache_hit_ratio.json").write_text(
+        (FIXTURES / "monitoring" / "lab-cache-hit-ratio.json").read_text())
+    if hosts is not None:
+        (root / "cache-hosts.json").write_text(json.dumps(hosts))
+    return root
+
+
+def test_recorded_cache_hit_ratios_count_the_lowest_host(bp: Blueprint, tmp_path: Path) -> None:
+    samples = parse_vector((FIXTURES / "monitoring" / "lab-cache-hit-ratio.json").read_text(), "x")
+    assert sorted(s.labels["instance"] for s in samples) == ["client-1", "client-2"]
+    got = judged(bp, cache_results(tmp_path, ["client-1", "client-2"]), "cache.hit_ratio")
+    assert got.status == "info" and got.measured == min(s.value for s in samples)  # lab: judged info only
+    assert {d.where for d in got.details} == {"client-1", "client-2"}
+
+
+def test_a_cache_host_without_a_ratio_is_a_setup_error_naming_it(bp: Blueprint, tmp_path: Path) -> None:
+    got = judged(bp, cache_results(tmp_path, ["client-1", "client-2", "client-3"]), "cache.hit_ratio")
+    assert got.status == "setup_error" and got.measured is None
+    assert "no clustersmith_lvmcache_read_hit_ratio for client-3, where storage_tiering puts a cache" in got.message
+    assert {d.where for d in got.details} == {"client-1", "client-2"}  # what was measured stays visible
+
+
+def test_hand_made_results_without_cache_hosts_judge_the_ratios_found(bp: Blueprint, tmp_path: Path) -> None:
+    assert judged(bp, cache_results(tmp_path, None), "cache.hit_ratio").status == "info"

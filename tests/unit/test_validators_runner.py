@@ -196,3 +196,11 @@ def test_a_perftest_pair_that_fails_twice_is_a_setup_error_and_one_not_run_is_no
     assert runner.setup_errors["rdma.write_bw"] == {
         "client-1": "rail 0 to storage-1: unreachable: ssh: connect timed out",
         "client-2": f"rail 0 to storage-1: {COMPLETION_ERROR}"}
+
+
+def test_the_cache_probe_names_the_hosts_with_a_cache(out: Path, tmp_path: Path) -> None:
+    """storage_tiering caches every GPU client: the runner says so beside the Prometheus answer, so the check
+    can name a client Prometheus has no hit ratio for."""
+    runner = ScriptedRunner(out, tmp_path, [{}])
+    runner.probe(["cache"], {"cache": ["cache.hit_ratio"]})
+    assert Results(tmp_path / "run").cache_hosts() == ("client-1", "client-2")

@@ -35,5 +35,10 @@ def cache_hit_ratio(check: Check, results: Results) -> Measurement:
         return Measurement(setup_error="Prometheus has no clustersmith_lvmcache_read_hit_ratio series yet "
                                        "(exporter not scraped, or no cache)")
     details = tuple(Detail(where=s.labels.get("instance", "?"), value=s.value, unit="ratio") for s in samples)
+    unsampled = sorted(set(results.cache_hosts() or ()) - {d.where for d in details})
+    if unsampled:  # the lowest ratio of the others says nothing about these hosts' caches
+        return Measurement(details=details, setup_error=(
+            f"Prometheus has no clustersmith_lvmcache_read_hit_ratio for {', '.join(unsampled)}, where "
+            "storage_tiering puts a cache (exporter not scraped, or no cache there)"))
     return Measurement(value=min(s.value for s in samples), details=details,
                        notes=("the lowest host counts",))
