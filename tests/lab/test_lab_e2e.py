@@ -6,7 +6,6 @@ Tests run in file order against one session lab; the destructive ones (hard stop
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import time
 import warnings
@@ -108,49 +107,57 @@ def lab_ssh_argv(lab: Lab, host: str, command: str) -> list[str]:
     return ssh.argv(saved.host(host).ssh_port, saved.private_key, command)
 
 
-def listening(lab: Lab, host: str, command: str, timeout: float = 90) -> bool:
-    """Wait until the kernel lists `command`'s RDMA CM id listening on `host` (`rdma res show cm_id`); False if it
-    does not within `timeout`. Started over SSH, a server listens ~5 s later on an idle lab, later under load."""
+def listening(lab: Lab, host: str, port: int = 18515, timeout: float = 90) -> bool:
+    """Wait until `host` listens on TCP `port` (perftest's exchange); False if it does not within `timeout`.
+    Started over SSH, a server listens ~5 s later on an idle lab, later under load."""
     deadline = time.monotonic() + timeout
-    while not re.search(rf"state LISTEN .*comm {command}\b", run(lab, host, "rdma res show cm_id")):
+    while not lab.ssh(host, f"ss -Hltn 'sport = :{port}'", timeout=60).stdout.strip():
         if time.monotonic() > deadline:
             return False
         time.sleep(1)
     return True
 
 
-def test_rdma_traffic_over_each_rail(lab: Lab) -> None:
-    """A short ib_write_bw over rdma_cm between client-1 and the target, once per rail (behaviour, not speed).
+def ib_write_bw_pair(lab: Lab, rail: int) -> str | None:
+    """One ib_write_bw server on storage-1 and its client on client-1 over `rail`, the client started once the
+    server listens: None when both ended well with a bandwidth line, else what went wrong."""
+    args = f"-d rxe{rail} -n 50 -s 4096 -F"
+    with subprocess.Popen(
+        lab_ssh_argv(lab, "storage-1", f"timeout 90 ib_write_bw {args}"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    ) as server:  # fmt: skip
+        if not listening(lab, "storage-1"):
+            server.kill()
+            return f"server not listening after 90 s: {server.communicate(timeout=60)[0]}"
+        client = lab.ssh("client-1", f"timeout 90 ib_write_bw {args} {rail_address(lab, 'storage-1', rail)}")
+        if client.returncode != 0:
+            server.kill()  # it serves one connection: a client that failed leaves it waiting
+        server_out, _ = server.communicate(timeout=120)
+    if client.returncode == 0 and "BW average" in client.stdout and server.returncode == 0:
+        return None
+    return (
+        f"client exit {client.returncode}: {client.stderr or client.stdout}; "
+        f"server exit {server.returncode}: {server_out}"
+    )
 
-    The client connects once the server listens. Like `accept`'s perftest clients, it may try again while the
-    server still listens: under TCG a first connect on a fresh rxe device was seen rejected
-    (RDMA_CM_EVENT_REJECTED, error 8) with the listener in place, and once crashing in librdmacm. A retry is
-    reported as a warning; a server that stopped listening ends the tries.
+
+def test_rdma_traffic_over_each_rail(lab: Lab) -> None:
+    """A short ib_write_bw between client-1 and the target over each rail's rxe device (behaviour, not speed).
+
+    As `accept` runs it: the queue pairs are exchanged over perftest's TCP socket and use the rail's RoCEv2 GID.
+    Not rdma_cm (`-R`): in CI, right after the rxe devices were created, rail 1's CM rejected a connect with the
+    server listening (RDMA_CM_EVENT_REJECTED, error 8, no IB CM listener) and left the next one unanswered for
+    90 s. rdma_cm over both rails is exercised by NVMe-oF's connects (the nvmeof scenario, the rail cut test).
+    A pair that failed is run again with a fresh server (three tries), reported as a warning.
     """
     for rail in (0, 1):
-        target = rail_address(lab, "storage-1", rail)
-        args = f"-R -d rxe{rail} -n 50 -s 4096 -F"
         tries: list[str] = []
-        done: subprocess.CompletedProcess[str] | None = None
-        with subprocess.Popen(
-            lab_ssh_argv(lab, "storage-1", f"timeout 90 ib_write_bw {args}"),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        ) as server:  # fmt: skip
-            while len(tries) < 3 and server.poll() is None and listening(lab, "storage-1", "ib_write_bw"):
-                done = lab.ssh("client-1", f"timeout 90 ib_write_bw {args} {target}", timeout=120)
-                if done.returncode == 0:
-                    break
-                tries.append(f"exit {done.returncode}: {done.stderr or done.stdout}")
-            else:
-                server.kill()
-            server_out, _ = server.communicate(timeout=120)
-        ok = done is not None and done.returncode == 0 and "BW average" in done.stdout
-        assert ok, f"rail {rail}: client tries {tries}; server (listening: {done is not None}): {server_out}"
-        assert server.returncode == 0, server_out
+        while (failed := ib_write_bw_pair(lab, rail)) is not None and len(tries) < 2:
+            tries.append(failed)
+            time.sleep(5)
+        assert failed is None, f"rail {rail}, three tries: {[*tries, failed]}"
         if tries:
-            warnings.warn(
-                f"rail {rail}: ib_write_bw connected on try {len(tries) + 1}; first: {tries[0]}", stacklevel=1
-            )
+            warnings.warn(f"rail {rail}: ib_write_bw passed on try {len(tries) + 1}; first: {tries[0]}", stacklevel=1)
 
 
 def test_a_rail_fault_cuts_that_rail_only_and_heals(lab: Lab) -> None:
