@@ -12,7 +12,7 @@ EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite tests/golden/ from the current planner output")
+                     help="rewrite tests/golden/ (and generated argument specs) from the current output")
 
 
 @pytest.fixture

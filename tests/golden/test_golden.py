@@ -1,32 +1,51 @@
-"""Golden Blueprints: the planner's output for every example is pinned; `make golden` regenerates."""
+"""Golden builds: the whole rendered tree of every example is pinned; `make golden` regenerates it.
+
+``tests/golden/<example>/`` holds what ``clustersmith build examples/<example>.yaml`` writes: blueprint.yaml,
+ansible/, monitoring/, acceptance/, pulumi/ and switch/. A change of any file, a file that appears or one that
+goes away fails here with a diff, so a refactor that should change nothing is proven to change nothing.
+"""
 
 from __future__ import annotations
 
 import difflib
+import shutil
 from pathlib import Path
 
 import pytest
 
-from blueprints.blueprint import dump_blueprint
 from blueprints.loader import load_requirements, requirement_lines
 from blueprints.planner import plan
+from blueprints.render import build
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).parent
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 
 
+def _tree(root: Path) -> dict[str, Path]:
+    return {p.relative_to(root).as_posix(): p for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
-def test_blueprint_matches_golden(example: Path, update_golden: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_matches_golden(example: Path, update_golden: bool, tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     rel = example.relative_to(REPO)
     bp = plan(load_requirements(rel), spec_file=str(rel), spec_lines=requirement_lines(rel))
-    text = dump_blueprint(bp)
-    golden = GOLDEN / f"{example.stem}.blueprint.yaml"
+    folder, _ = build(bp, tmp_path)
+    golden = GOLDEN / example.stem
     if update_golden:
-        golden.write_text(text)
-    assert golden.exists(), f"{golden} missing: run `make golden`"
-    expected = golden.read_text()
-    if text != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), str(golden), "now", n=2))
-        pytest.fail(f"planner output changed for {rel}; if intended, run `make golden`\n{diff[:6000]}")
+        shutil.rmtree(golden, ignore_errors=True)
+        shutil.copytree(folder, golden)
+    assert golden.is_dir(), f"{golden} missing: run `make golden`"
+    now, pinned = _tree(folder), _tree(golden)
+    problems = [f"new file {name} (not in {golden.name}/)" for name in sorted(now.keys() - pinned.keys())]
+    problems += [f"file {name} is no longer written" for name in sorted(pinned.keys() - now.keys())]
+    for name in sorted(now.keys() & pinned.keys()):
+        text, expected = now[name].read_text(encoding="utf-8"), pinned[name].read_text(encoding="utf-8")
+        if text != expected:
+            diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
+                                                f"golden/{example.stem}/{name}", "now", n=2))
+            problems.append(diff[:3000])
+    if problems:
+        pytest.fail(f"build output changed for {rel}; if intended, run `make golden`\n" + "\n".join(problems)[:12000])
