@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from blueprints.errors import ClusterSmithError, Problem
-from blueprints.lab_plan import HostRole, LabPlan
-from blueprints.spec import Requirements
+from blueprints.hosts import HostGroup, HostRole, names_by_role
+from blueprints.lab_plan import LabPlan
 from blueprints.units import Duration, Rate, Ratio, Size
 
 T = TypeVar("T")
@@ -82,7 +82,6 @@ class FabricPlan(_Frozen):
 
 class DcqcnPlan(_Frozen):
     enabled: bool
-    priorities: tuple[int, ...] = Field(description="Priorities with congestion control enabled")
     rpg_time_reset: int
     rpg_byte_reset: int
     rpg_threshold: int
@@ -106,23 +105,64 @@ class EtsPlan(_Frozen):
     tc_bw: tuple[int, ...] = Field(min_length=8, max_length=8, description="Bandwidth percent of TCs 0..7")
 
 
+ECT0 = 0b10  # ECN-capable transport (0), the low two bits of the ToS byte
+
+
 class QosPlan(_Frozen):
-    """One QoS plan every layer applies: NIC trust/PFC/ECN, NCCL's TC, NVMe-oF's ToS, the switch."""
+    """One QoS plan every layer applies: NIC trust/PFC/ECN, NCCL's TC, NVMe-oF's ToS, RDMA-CM, the switch.
+
+    Each fact is stored once: the RoCE priority and DSCP, the CNP's DSCP and priority, and the ToS byte
+    (``traffic_class``) that NCCL_IB_TC, NVMe-oF's ``tos`` and RDMA-CM's default ToS all use. What follows
+    from them (the DSCP -> priority map, the PFC and DCQCN priorities) is computed, never stored, so no two
+    layers of a Blueprint can disagree; a hand-edited ``blueprint.yaml`` whose ToS byte does not carry its
+    DSCP, or whose CNPs share RoCE's DSCP or priority, is refused when it is loaded.
+    """
 
     applies: bool = Field(description="False where the provider owns QoS (EFA, managed InfiniBand)")
     roce_priority: Traced[int]
     dscp: Traced[int]
     cnp_dscp: Traced[int]
     cnp_priority: int
-    pfc_priorities: tuple[int, ...] = Field(description="PFC is enabled on these priorities only")
     trust: Literal["dscp", "pcp"]
     ecn: bool
-    traffic_class: Traced[int] = Field(description="IP ToS byte: DSCP << 2 | ECT(0)")
-    nccl_ib_tc: int = Field(description="What NCCL_IB_TC is set to")
-    nvmeof_tos: int = Field(description="What NVMe-oF connections use as type of service")
-    switch_dscp_to_priority: dict[int, int] = Field(description="DSCP -> priority map on the switches")
+    traffic_class: Traced[int] = Field(description="IP ToS byte of RoCE traffic: DSCP << 2 | ECT(0); NCCL_IB_TC, "
+                                                   "NVMe-oF tos and RDMA-CM's default ToS")
     dcqcn: DcqcnPlan
     ets: EtsPlan | None = Field(default=None, description="ETS on the NICs; None leaves the NIC's own ETS alone")
+
+    @model_validator(mode="after")
+    def _one_marking(self) -> QosPlan:
+        problems = []
+        if not (0 <= self.dscp.value <= 63 and 0 <= self.cnp_dscp.value <= 63):
+            problems.append(f"qos.dscp {self.dscp.value} and qos.cnp_dscp {self.cnp_dscp.value} must be DSCPs (0..63)")
+        if not (0 <= self.roce_priority.value <= 7 and 0 <= self.cnp_priority <= 7):
+            problems.append(f"qos.roce_priority {self.roce_priority.value} and qos.cnp_priority {self.cnp_priority} "
+                            "must be priorities (0..7)")
+        tos = self.dscp.value << 2 | ECT0
+        if self.traffic_class.value != tos:
+            problems.append(f"qos.traffic_class {self.traffic_class.value} does not carry qos.dscp "
+                            f"{self.dscp.value}: expected {self.dscp.value} << 2 | ECT(0) = {tos}")
+        if self.cnp_dscp.value == self.dscp.value or self.cnp_priority == self.roce_priority.value:
+            problems.append(f"CNPs (DSCP {self.cnp_dscp.value}, priority {self.cnp_priority}) must not share RoCE's "
+                            f"DSCP {self.dscp.value} or priority {self.roce_priority.value}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def switch_dscp_to_priority(self) -> dict[int, int]:
+        """DSCP -> priority on the NICs and the switches: RoCE and CNPs."""
+        return {self.dscp.value: self.roce_priority.value, self.cnp_dscp.value: self.cnp_priority}
+
+    @property
+    def pfc_priorities(self) -> tuple[int, ...]:
+        """PFC is on for the RoCE priority only, where the plan applies."""
+        return (self.roce_priority.value,) if self.applies else ()
+
+    @property
+    def dcqcn_priorities(self) -> tuple[int, ...]:
+        """Priorities with ECN marking and DCQCN."""
+        return (self.roce_priority.value,) if self.dcqcn.enabled and self.ecn else ()
 
 
 # nccl --------------------------------------------------------------------------------------------
@@ -170,7 +210,8 @@ class TierPlan(_Frozen):
 class NvmeofSubsystem(_Frozen):
     nqn: str
     tier: str
-    node: int = Field(description="Storage node index within the tier")
+    served_by: str = Field(description="Host name of the storage target that exports it")
+    attached_by: HostRole = Field(description="Every host of this role connects to it")
 
 
 class NvmeofPlan(_Frozen):
@@ -182,7 +223,6 @@ class NvmeofPlan(_Frozen):
     reconnect_delay: Traced[int]
     fast_io_fail_tmo: Traced[int]
     keep_alive_tmo: Traced[int]
-    tos: int
     subsystems: tuple[NvmeofSubsystem, ...]
 
 
@@ -340,11 +380,22 @@ class AcceptancePlan(_Frozen):
 # the Blueprint -----------------------------------------------------------------------------------
 
 
-class HostGroup(_Frozen):
-    role: HostRole
-    count: int
-    name_prefix: str
-    node_type: str
+Provider = Literal["aws", "gcp", "azure", "baremetal", "lab"]
+
+
+class TargetPlan(_Frozen):
+    """Where the design is built, resolved from the spec's ``target`` for the stacks and renderers.
+
+    The MTU is ``fabric.mtu`` and every machine type is its host group's ``node_type`` (monitoring's too).
+    """
+
+    provider: Provider
+    region: str | None = Field(default=None, description="Cloud region (aws, gcp, azure)")
+    zone: str | None = Field(default=None, description="Zone of the placement group; None: the stack's config")
+    project: str | None = Field(default=None, description="GCP project; None: the stack's config")
+    machines: Literal["static", "maas", "equinix"] | None = Field(
+        default=None, description="Bare metal: static racks (inventory only), or provisioned by maas or equinix")
+    description: str = Field(default="", description="The design's description, for the Pulumi project")
 
 
 class Blueprint(_Frozen):
@@ -353,7 +404,9 @@ class Blueprint(_Frozen):
     name: str
     spec_file: str = Field(description="The spec this was planned from")
     spec_lines: dict[str, int] = Field(description="Spec path -> line in spec_file, for explain")
-    requirements: Requirements = Field(description="The validated spec, as planned")
+    spec_values: dict[str, str] = Field(
+        default_factory=dict, description="Spec path -> the value planned from, for every path a derived_from names")
+    target: TargetPlan
     hosts: tuple[HostGroup, ...]
     compute: ComputePlan
     fabric: FabricPlan
@@ -364,6 +417,23 @@ class Blueprint(_Frozen):
     acceptance: AcceptancePlan
     lab: LabPlan | None = None
     notes: tuple[str, ...] = Field(default=(), description="Planner remarks worth reading")
+
+    def groups_of(self, role: HostRole) -> list[HostGroup]:
+        return [g for g in self.hosts if g.role == role]
+
+    def hosts_by_role(self) -> dict[HostRole, list[str]]:
+        """Host names per role, in the Blueprint's order (a host may serve several roles)."""
+        return names_by_role(self.hosts)
+
+    def nccl_environment(self) -> tuple[EnvVar, ...]:
+        """What every rank's environment holds: ``nccl.env`` and, on RoCE, NCCL_IB_TC from the QoS plan."""
+        env = list(self.nccl.env)
+        if self.fabric.kind.value == "roce":
+            tc = self.qos.traffic_class
+            at = max((i + 1 for i, v in enumerate(env) if v.name.startswith("NCCL_IB_")), default=len(env))
+            env.insert(at, EnvVar(name="NCCL_IB_TC", value=str(tc.value), derived_from=Provenance(
+                spec=tc.derived_from.spec, rule="nccl.tc_from_qos", formula=tc.derived_from.formula)))
+        return tuple(env)
 
 
 def dump_blueprint(bp: Blueprint) -> str:
@@ -382,16 +452,10 @@ def load_blueprint(path: Path) -> Blueprint:
             [Problem("", f"cannot read a Blueprint: {exc}")], str(path), "invalid blueprint"
         ) from None
     try:
-        bp = Blueprint.model_validate(data)
+        return Blueprint.model_validate(data)
     except ValidationError as exc:
         problems = [
-            Problem(".".join(str(p) for p in e["loc"]), str(e["msg"])) for e in exc.errors()
+            Problem(".".join(str(p) for p in e["loc"]), str(e["msg"]).removeprefix("Value error, "))
+            for e in exc.errors()
         ]
         raise ClusterSmithError(problems, str(path), "invalid blueprint") from None
-    # A hand-edited blueprint.yaml must still hold one QoS plan; imported here because the planner
-    # package imports this module.
-    from blueprints.loader import requirement_lines
-    from blueprints.planner.qos_rules import enforce_qos_layers
-
-    enforce_qos_layers(bp, str(path), requirement_lines(path))
-    return bp

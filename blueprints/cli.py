@@ -54,7 +54,7 @@ def validate(spec: Path) -> None:
     """Check a spec: structure, units, rules, and that its targets can be met."""
     bp = plan_file(spec)
     out.print(f"[green]ok[/]: {spec} is valid ({bp.compute.gpus} GPUs on {bp.compute.nodes.value} "
-              f"{bp.compute.node_type.value} nodes, target {bp.requirements.target.provider})")
+              f"{bp.compute.node_type.value} nodes, target {bp.target.provider})")
 
 
 @cli.command("plan")

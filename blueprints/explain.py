@@ -81,12 +81,8 @@ def explain(bp: Blueprint, dotted: str) -> Explanation:
             value = f"{op} {node['threshold']:g} {node['unit']} ({node['severity']})"
         else:
             value = {k: v for k, v in node.items() if k != "derived_from"}
-        spec_data = bp.requirements.model_dump(mode="json", by_alias=True)
-        sources = []
-        for path in prov["spec"]:
-            spec_value, _ = _walk(spec_data, path.split("."), [])
-            sources.append(SpecLine(path, bp.spec_lines.get(path), "(default)" if spec_value is None
-                                    else str(spec_value)))
+        sources = [SpecLine(path, bp.spec_lines.get(path), bp.spec_values.get(path, "(default)"))
+                   for path in prov["spec"]]
         return Explanation(dotted, value, prov["rule"], prov.get("formula", ""), tuple(sources))
     return Explanation(dotted, node, None, "", ())
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-HostRole = Literal["storage_target", "gpu_client", "monitoring"]
+from blueprints.hosts import HostRole
 
 
 class _Frozen(BaseModel):

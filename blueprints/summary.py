@@ -70,10 +70,11 @@ def summary(bp: Blueprint) -> Group:
     designed = Table(title="targets versus design", title_justify="left")
     for col in ("target", "spec", "design", "how"):
         designed.add_column(col)
-    perf = bp.requirements.performance.storage
-    designed.add_row("read throughput", str(perf.read_throughput), _t(s.read_throughput), _why(s.read_throughput))
-    if perf.write_throughput is not None:
-        designed.add_row("write throughput", str(perf.write_throughput), _t(s.write_throughput),
+    asked = bp.spec_values
+    designed.add_row("read throughput", asked.get("performance.storage.read_throughput", ""), _t(s.read_throughput),
+                     _why(s.read_throughput))
+    if "performance.storage.write_throughput" in asked:
+        designed.add_row("write throughput", asked["performance.storage.write_throughput"], _t(s.write_throughput),
                          _why(s.write_throughput))
     if s.nvmeof is not None:
         designed.add_row("NVMe-oF paths", "", f"{s.nvmeof.paths_per_subsystem.value} per subsystem, "

@@ -16,13 +16,11 @@ import pulumi
 import pulumi_aws as aws
 
 from blueprints.blueprint import Blueprint
-from blueprints.spec import AwsTarget
 from stacks.component import HostOut, RailOut, carve, prefix_for, stack_outputs
 from stacks.config import StackConfig
 from stacks.model import CloudClusterArgs, ClusterArgs, StackError
 
-# design defaults (not performance figures): the monitoring host's type and the GPU image to look up
-MONITORING_INSTANCE_TYPE = "m7i.2xlarge"
+# design defaults (not performance figures): the GPU image to look up
 GPU_AMI_NAME = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *"
 DEFAULT_USER = "ubuntu"
 VPC_CIDR = "10.0.0.0/16"
@@ -38,10 +36,10 @@ class AwsClusterArgs(CloudClusterArgs):
 
     @classmethod
     def from_blueprint(cls, bp: Blueprint, cfg: StackConfig) -> AwsClusterArgs:
-        target = bp.requirements.target
-        if not isinstance(target, AwsTarget):
-            raise StackError(f"target.provider is {target.provider!r}; the aws stack needs 'aws'")
-        zone = target.availability_zone or cfg.zone
+        target = bp.target
+        if target.provider != "aws" or target.region is None:
+            raise StackError(f"target.provider is {target.provider!r}; the aws stack needs 'aws' and a region")
+        zone = target.zone or cfg.zone
         if zone is None:
             raise StackError("no availability zone: set target.availability_zone in the spec or `pulumi config "
                              "set clustersmith:zone <zone>` (a cluster placement group lives in one zone)")
@@ -134,7 +132,7 @@ class AwsCluster(pulumi.ComponentResource):
             hosts.append(HostOut(m, inst.private_ip, args.ssh_user, rails))
         for m in mons:
             inst = aws.ec2.Instance(
-                m.name, ami=image, instance_type=MONITORING_INSTANCE_TYPE, subnet_id=self.compute_subnet.id,
+                m.name, ami=image, instance_type=m.node_type, subnet_id=self.compute_subnet.id,
                 vpc_security_group_ids=[self.security_group.id], key_name=key_name,
                 tags={**tags, "Name": m.name, "clustersmith:role": m.role}, opts=child)
             self.instances.append(inst)

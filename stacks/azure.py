@@ -17,13 +17,11 @@ import pulumi
 from pulumi_azure_native import compute, network, resources, storagecache
 
 from blueprints.blueprint import Blueprint
-from blueprints.spec import AzureTarget
 from stacks.component import HostOut, RailOut, carve, prefix_for, stack_outputs
 from stacks.config import StackConfig
 from stacks.model import CloudClusterArgs, ClusterArgs, StackError
 
 # design defaults (not performance figures)
-MONITORING_VM_SIZE = "Standard_D8s_v5"
 HPC_IMAGE = {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}
 DEFAULT_USER = "azureuser"
 OS_DISK_GB = 256
@@ -39,9 +37,9 @@ class AzureClusterArgs(CloudClusterArgs):
 
     @classmethod
     def from_blueprint(cls, bp: Blueprint, cfg: StackConfig) -> AzureClusterArgs:
-        target = bp.requirements.target
-        if not isinstance(target, AzureTarget):
-            raise StackError(f"target.provider is {target.provider!r}; the azure stack needs 'azure'")
+        target = bp.target
+        if target.provider != "azure" or target.region is None:
+            raise StackError(f"target.provider is {target.provider!r}; the azure stack needs 'azure' and a region")
         if not cfg.ssh_public_key:
             raise StackError("Azure Linux VMs need an SSH key: `pulumi config set clustersmith:sshPublicKey "
                              "\"$(cat ~/.ssh/id_ed25519.pub)\"` (clustersmith deploy sets it from --ssh-public-key)")
@@ -99,7 +97,7 @@ class AzureCluster(pulumi.ComponentResource):
                 tags=tags, opts=child)
             vm = compute.VirtualMachine(
                 m.name, vm_name=m.name, resource_group_name=rg, location=loc,
-                hardware_profile=compute.HardwareProfileArgs(vm_size=args.vm_size if gpu else MONITORING_VM_SIZE),
+                hardware_profile=compute.HardwareProfileArgs(vm_size=m.node_type),
                 storage_profile=compute.StorageProfileArgs(
                     image_reference=compute.ImageReferenceArgs(**args.image),
                     os_disk=compute.OSDiskArgs(create_option="FromImage", disk_size_gb=OS_DISK_GB,

@@ -22,7 +22,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from blueprints.blueprint import Blueprint
-from blueprints.spec import BaremetalTarget
 from stacks.component import HostOut, RailOut, nth_address, stack_outputs
 from stacks.config import StackConfig, is_secret
 from stacks.model import ClusterArgs, Machine, StackError
@@ -185,8 +184,8 @@ class MaasCluster(pulumi.ComponentResource):
 
 
 def baremetal_cluster(bp: Blueprint, cfg: StackConfig, program_dir: Path) -> StaticCluster | MaasCluster:
-    target = bp.requirements.target
-    if not isinstance(target, BaremetalTarget):
+    target = bp.target
+    if target.provider != "baremetal":
         raise StackError(f"target.provider is {target.provider!r}; the baremetal stack needs 'baremetal'")
     if target.machines == "static":
         path = Path(cfg.machines_file)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pulumi
 
-from stacks.model import GROUPS, Machine
+from stacks.model import Machine
 from stacks.outputs import RailKind
 
 
@@ -47,7 +47,7 @@ class HostOut:
         def resolved(values: list[Any]) -> str:
             for i, address in zip(waits, values[1:], strict=True):
                 rails[i]["address"] = address
-            return json.dumps({"name": m.name, "role": m.role, "group": GROUPS[m.role], "node_type": m.node_type,
+            return json.dumps({"name": m.name, "role": m.role, "group": m.group, "node_type": m.node_type,
                                "address": values[0], "user": self.user, "rails": rails})
 
         return pulumi.Output.all(*pending).apply(resolved)
@@ -69,15 +69,15 @@ def prefix_for(hosts: int, at_most: int = 24) -> int:
 
 def carve(parent: str, prefixes: list[int]) -> list[str]:
     """Consecutive, aligned subnets of ``parent`` with the given prefix lengths, largest first in address order."""
-    net = ipaddress.ip_network(parent)
+    net = ipaddress.IPv4Network(parent)
     order = sorted(range(len(prefixes)), key=lambda i: prefixes[i])
     out: dict[int, str] = {}
     cursor = int(net.network_address)
     for i in order:
         size = 2 ** (32 - prefixes[i])
         cursor = (cursor + size - 1) // size * size
-        sub = ipaddress.ip_network((cursor, prefixes[i]))
-        if not sub.subnet_of(net):  # type: ignore[arg-type]
+        sub = ipaddress.IPv4Network((cursor, prefixes[i]))
+        if not sub.subnet_of(net):
             raise ValueError(f"{parent} cannot hold subnets of /{sorted(prefixes)}")
         out[i] = str(sub)
         cursor += size
@@ -86,7 +86,7 @@ def carve(parent: str, prefixes: list[int]) -> list[str]:
 
 def nth_address(cidr: str, n: int) -> str:
     """The n-th usable address of a subnet, counting from 10 (the first ten are left to the network)."""
-    net = ipaddress.ip_network(cidr)
+    net = ipaddress.IPv4Network(cidr)
     address = net.network_address + 10 + n
     if address >= net.broadcast_address:
         raise ValueError(f"{cidr} has no address number {n + 10}")

@@ -107,10 +107,9 @@ def check_pulumi_cli(folder: Path) -> str:
 
 
 def check_credentials(bp: Blueprint, folder: Path, env: Mapping[str, str], home: Path) -> None:
-    provider = bp.requirements.target.provider
+    provider = bp.target.provider
     if provider == "baremetal":
-        machines = getattr(bp.requirements.target, "machines", "static")
-        if machines == "maas" and not env.get("MAAS_API_KEY"):
+        if bp.target.machines == "maas" and not env.get("MAAS_API_KEY"):
             raise deploy_error("up", "no MAAS credentials: set MAAS_API_KEY (deploy stores it as the secret "
                                "clustersmith:maasApiKey)", folder)
         return
@@ -199,7 +198,7 @@ def deploy(folder: Path, opts: DeployOptions, log: Callable[[str], None] = print
     if unknown:
         raise ClusterSmithError([Problem("--skip/--redo", f"unknown step {s!r}; expected one of {', '.join(STEPS)}",
                                          value=s) for s in unknown], str(folder), "invalid deploy options")
-    if bp.requirements.target.provider == "lab":
+    if bp.target.provider == "lab":
         raise ClusterSmithError([Problem("target.provider", "the lab is not deployed with Pulumi; use "
                                          "`clustersmith lab up` and then site.yml")], str(folder), "invalid target")
     state_dir = folder / "deploy"

@@ -19,16 +19,13 @@ import pulumi
 import pulumi_gcp as gcp
 
 from blueprints.blueprint import Blueprint
-from blueprints.spec import GcpTarget
 from stacks.component import HostOut, RailOut, carve, prefix_for, stack_outputs
 from stacks.config import StackConfig
 from stacks.model import CloudClusterArgs, ClusterArgs, StackError
 
 RDMA_MACHINE_TYPES = ("a3-ultragpu-8g", "a4-highgpu-8g")
-ROCE_MTU = 8896
 HOST_NICS = 2  # gVNICs on regular VPCs, before the RDMA NICs
 # design defaults (not performance figures)
-MONITORING_MACHINE_TYPE = "n2-standard-8"
 GPU_IMAGE = "projects/ubuntu-os-accelerator-images/global/images/family/ubuntu-accelerator-2204-amd64-with-nvidia-570"
 MONITORING_IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts"
 DEFAULT_USER = "clustersmith"
@@ -45,9 +42,9 @@ class GcpClusterArgs(CloudClusterArgs):
 
     @classmethod
     def from_blueprint(cls, bp: Blueprint, cfg: StackConfig) -> GcpClusterArgs:
-        target = bp.requirements.target
-        if not isinstance(target, GcpTarget):
-            raise StackError(f"target.provider is {target.provider!r}; the gcp stack needs 'gcp'")
+        target = bp.target
+        if target.provider != "gcp" or target.region is None:
+            raise StackError(f"target.provider is {target.provider!r}; the gcp stack needs 'gcp' and a region")
         machine_type = bp.compute.node_type.value
         if machine_type not in RDMA_MACHINE_TYPES:
             raise StackError(f"compute.instance_type {machine_type!r}: the gcp stack builds the RoCE (MRDMA) network "
@@ -88,7 +85,7 @@ class GcpCluster(pulumi.ComponentResource):
         self.host_subnets: list[gcp.compute.Subnetwork] = []
         for i, cidr in enumerate(host_cidrs):
             net = gcp.compute.Network(f"{name}-net{i}", project=args.project, auto_create_subnetworks=False,
-                                      mtu=ROCE_MTU, opts=child)
+                                      mtu=args.mtu, opts=child)
             sub = gcp.compute.Subnetwork(f"{name}-net{i}-sub", project=args.project, network=net.id,
                                          region=args.region, ip_cidr_range=cidr, opts=child)
             gcp.compute.Firewall(f"{name}-net{i}-internal", project=args.project, network=net.id,
@@ -103,7 +100,7 @@ class GcpCluster(pulumi.ComponentResource):
                                  allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])], opts=child)
 
         self.rdma_network = gcp.compute.Network(
-            f"{name}-rdma", project=args.project, auto_create_subnetworks=False, mtu=ROCE_MTU,
+            f"{name}-rdma", project=args.project, auto_create_subnetworks=False, mtu=args.mtu,
             network_profile=f"projects/{args.project}/global/networkProfiles/{args.zone}-vpc-roce", opts=child)
         self.rail_subnets = [
             gcp.compute.Subnetwork(f"{name}-rail{i}", project=args.project, network=self.rdma_network.id,
@@ -137,7 +134,7 @@ class GcpCluster(pulumi.ComponentResource):
             hosts.append(HostOut(m, inst.network_interfaces.apply(lambda ns: ns[0].network_ip), args.ssh_user, rails))
         for m in mons:
             inst = gcp.compute.Instance(
-                m.name, name=m.name, project=args.project, zone=args.zone, machine_type=MONITORING_MACHINE_TYPE,
+                m.name, name=m.name, project=args.project, zone=args.zone, machine_type=m.node_type,
                 boot_disk=gcp.compute.InstanceBootDiskArgs(initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
                     image=MONITORING_IMAGE, size=BOOT_DISK_GB)),
                 network_interfaces=[gcp.compute.InstanceNetworkInterfaceArgs(subnetwork=self.host_subnets[0].id,

@@ -12,13 +12,7 @@ from pathlib import PurePath
 from pydantic import BaseModel, ConfigDict, Field
 
 from blueprints.blueprint import Blueprint, ManagedFsPlan
-from blueprints.lab_plan import HostRole
-
-GROUPS: dict[HostRole, str] = {
-    "storage_target": "storage_targets",
-    "gpu_client": "gpu_clients",
-    "monitoring": "monitoring",
-}
+from blueprints.hosts import INVENTORY_GROUPS, HostRole, InventoryGroup, expand
 
 
 class StackError(Exception):
@@ -36,6 +30,10 @@ class Machine(_Frozen):
     role: HostRole
     node_type: str = Field(description="Instance type or server model from the Blueprint")
     index: int = Field(description="0-based index within its host group")
+
+    @property
+    def group(self) -> InventoryGroup:
+        return INVENTORY_GROUPS[self.role]
 
 
 class Labels(_Frozen):
@@ -69,6 +67,7 @@ class ClusterArgs(_Frozen):
     machines: tuple[Machine, ...]
     rails: int = Field(description="Compute-fabric NICs (rails) per GPU node")
     storage_nics: int = Field(description="Storage-fabric NICs per node")
+    mtu: int = Field(description="MTU of the cluster's networks (fabric.mtu)")
 
     @staticmethod
     def common(bp: Blueprint) -> dict[str, object]:
@@ -79,6 +78,7 @@ class ClusterArgs(_Frozen):
             "machines": machines(bp),
             "rails": bp.compute.rails.value,
             "storage_nics": bp.compute.storage_nics,
+            "mtu": bp.fabric.mtu.value,
         }
 
     def of_role(self, role: HostRole) -> list[Machine]:
@@ -86,13 +86,8 @@ class ClusterArgs(_Frozen):
 
 
 def machines(bp: Blueprint) -> tuple[Machine, ...]:
-    """Every planned machine, named as the Ansible renderer names them (``<prefix><n>``, from 1)."""
-    out: list[Machine] = []
-    for group in bp.hosts:
-        for i in range(group.count):
-            out.append(Machine(name=f"{group.name_prefix}{i + 1}", role=group.role, node_type=group.node_type,
-                               index=i))
-    return tuple(out)
+    """Every planned machine, named by the Blueprint's one naming rule (``blueprints.hosts.expand``)."""
+    return tuple(Machine(name=h.name, role=h.role, node_type=h.node_type, index=h.index) for h in expand(bp.hosts))
 
 
 class CloudClusterArgs(ClusterArgs):

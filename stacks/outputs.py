@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from blueprints.lab_plan import HostRole
+from blueprints.hosts import HostRole
 
 OUTPUT_NAME = "clustersmith"
 RailKind = Literal["efa", "efa-only", "mrdma", "infiniband", "roce", "storage"]

@@ -22,7 +22,7 @@ class Cluster(Protocol):
 
 def build(bp: Blueprint, cfg: StackConfig, program_dir: Path | None = None) -> Cluster:
     """The component for the Blueprint's target (resources are registered as it is constructed)."""
-    provider = bp.requirements.target.provider
+    provider = bp.target.provider
     if provider == "aws":
         from stacks.aws import AwsCluster, AwsClusterArgs
         return AwsCluster(bp.name, AwsClusterArgs.from_blueprint(bp, cfg))

@@ -2,7 +2,7 @@
 
 Read from the files the roles write: ``/etc/nccl.conf`` (``NCCL_IB_TC=<ToS>``), ``/etc/nvme/discovery.conf``
 (``--tos=<ToS>`` per line), and RDMA CM's ``default_roce_tos`` per device (configfs). Each becomes a
-``blueprints.qos_consistency.LayerQos`` so the comparison is the planner's own (``compare``).
+``validators.qos_layers.LayerQos`` compared with the plan (``compare``).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 
-from blueprints.qos_consistency import LayerQos, layer_from_tos
 from validators.errors import parse_error
+from validators.qos_layers import LayerQos, layer_from_tos
 
 TOS_OPTION = re.compile(r"--tos[= ](?P<tos>-?\d+)")
 

@@ -23,7 +23,6 @@ from typing import Any
 import ansible_runner
 
 from blueprints.blueprint import Blueprint, Check, FioWorkload
-from blueprints.render.monitoring import hosts_by_role
 from validators.inventory import Inventory, rdma_devices
 from validators.safety import WritePlan
 
@@ -269,7 +268,7 @@ class Runner:
             relevant = prometheus if probe in ("targets", "cache") else clients
             self._record(ids, {h: outcomes[h] for h in relevant})
         if not prometheus:
-            planned = ", ".join(hosts_by_role(self.bp).get("monitoring", [])) or "none"
+            planned = ", ".join(self.bp.hosts_by_role().get("monitoring", [])) or "none"
             for cid in check_ids.get("targets", []) + check_ids.get("cache", []):
                 self.setup_errors.setdefault(cid, {})["inventory"] = (
                     f"no monitoring host: the Blueprint's ({planned}) are not in the inventory, and its group "
@@ -292,7 +291,7 @@ class Runner:
         """Where Prometheus runs: the Blueprint's monitoring hosts (the monitoring role's ``monitoring_servers``)
         that the inventory has, else the inventory's ``monitoring`` group. On the lab Prometheus shares the
         storage target, which the lab's inventory lists under storage_targets only."""
-        planned = [h for h in hosts_by_role(self.bp).get("monitoring", []) if h in self.inventory.hosts]
+        planned = [h for h in self.bp.hosts_by_role().get("monitoring", []) if h in self.inventory.hosts]
         return planned or self.inventory.group("monitoring")
 
     def prometheus_url(self, host: str) -> str:

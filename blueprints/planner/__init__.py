@@ -1,42 +1,74 @@
 """The planner: pure, deterministic functions from Requirements to a Blueprint.
 
-One module per concern (compute, fabric, qos, nccl, storage, monitoring, acceptance, lab); each reads
-the spec and the plans decided before it, and records for every derived value where it came from.
+One module per concern (compute, fabric, qos, nccl, storage, hosts, monitoring, acceptance, lab); each reads
+the spec and the plans decided before it, and records for every derived value where it came from. It is the
+only code besides ``blueprints.spec`` and ``blueprints.loader`` that reads the spec: the Blueprint it returns
+resolves everything downstream needs (``target``, ``hosts``, and ``spec_values`` for ``explain``).
 """
 
 from __future__ import annotations
 
-from blueprints.blueprint import Blueprint, ComputePlan, HostGroup, StoragePlan
+from typing import Any
+
+from blueprints.blueprint import Blueprint, TargetPlan
 from blueprints.catalog import Catalog, load_catalog
 from blueprints.planner.acceptance import plan_acceptance
 from blueprints.planner.compute import plan_compute
 from blueprints.planner.context import PlanContext
 from blueprints.planner.fabric import plan_fabric
+from blueprints.planner.hosts import host_groups
 from blueprints.planner.lab import plan_lab
 from blueprints.planner.monitoring import plan_monitoring
 from blueprints.planner.nccl import plan_nccl
 from blueprints.planner.qos import plan_qos
-from blueprints.planner.qos_rules import enforce_qos_layers
 from blueprints.planner.storage import plan_storage
-from blueprints.spec import LabTarget, Requirements
+from blueprints.spec import AwsTarget, BaremetalTarget, GcpTarget, LabTarget, Requirements
 
 __all__ = ["plan"]
 
 
-def _host_groups(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[HostGroup, ...]:
-    if isinstance(ctx.req.target, LabTarget):
-        t = ctx.req.target
-        return (
-            HostGroup(role="storage_target", count=t.storage_targets, name_prefix="storage-", node_type="lab-target"),
-            HostGroup(role="gpu_client", count=t.clients, name_prefix="client-", node_type="lab-vm"),
-            HostGroup(role="monitoring", count=1, name_prefix="storage-", node_type="lab-target"),
-        )
-    groups = [HostGroup(role="gpu_client", count=compute.nodes.value, name_prefix="gpu-",
-                        node_type=compute.node_type.value)]
-    groups += [HostGroup(role="storage_target", count=t.nodes.value, name_prefix=f"{t.name}-", node_type=t.server)
-               for t in storage.tiers if t.name != "local_cache" and t.nodes.value > 0]
-    groups.append(HostGroup(role="monitoring", count=1, name_prefix="mon-", node_type="monitoring"))
-    return tuple(groups)
+def plan_target(req: Requirements) -> TargetPlan:
+    t = req.target
+    common = {"provider": t.provider, "description": req.metadata.description}
+    if isinstance(t, AwsTarget):
+        return TargetPlan(**common, region=t.region, zone=t.availability_zone)
+    if isinstance(t, GcpTarget):
+        return TargetPlan(**common, region=t.region, zone=t.zone, project=t.project)
+    if isinstance(t, BaremetalTarget):
+        return TargetPlan(**common, machines=t.machines)
+    if isinstance(t, LabTarget):
+        return TargetPlan(**common)
+    return TargetPlan(**common, region=t.region)
+
+
+def _cited_paths(node: Any, found: dict[str, None]) -> None:
+    if isinstance(node, dict):
+        prov = node.get("derived_from")
+        if isinstance(prov, dict):
+            found.update(dict.fromkeys(prov.get("spec", ())))
+        for value in node.values():
+            _cited_paths(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _cited_paths(value, found)
+
+
+def _spec_value(spec: Any, dotted: str) -> str | None:
+    node = spec
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return None if node is None else str(node)
+
+
+def spec_values(bp: Blueprint, req: Requirements) -> dict[str, str]:
+    """The spec's value at every path a ``derived_from`` of ``bp`` names (defaults included), for explain."""
+    cited: dict[str, None] = {}
+    _cited_paths(bp.model_dump(mode="json", by_alias=True, exclude={"spec_values"}), cited)
+    spec = req.model_dump(mode="json", by_alias=True)
+    values = {path: _spec_value(spec, path) for path in sorted(cited)}
+    return {path: value for path, value in values.items() if value is not None}
 
 
 def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<spec>",
@@ -47,7 +79,7 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
     fabric = plan_fabric(ctx, compute)
     qos = plan_qos(ctx, fabric)
     nccl = plan_nccl(ctx, compute, fabric, qos)
-    storage = plan_storage(ctx, compute, fabric, qos)
+    storage = plan_storage(ctx, compute)
     monitoring = plan_monitoring(ctx, compute, storage)
     acceptance = plan_acceptance(ctx, compute, fabric, qos, storage)
     lab = plan_lab(req.target, fabric) if isinstance(req.target, LabTarget) else None
@@ -57,9 +89,8 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
     if req.performance.serving is not None:
         notes.append("serving p99 is watched by an alert; acceptance does not run inference load")
     bp = Blueprint(
-        name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, requirements=req,
-        hosts=_host_groups(ctx, compute, storage), compute=compute, fabric=fabric, qos=qos, nccl=nccl,
+        name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, target=plan_target(req),
+        hosts=host_groups(ctx, compute, storage), compute=compute, fabric=fabric, qos=qos, nccl=nccl,
         storage=storage, monitoring=monitoring, acceptance=acceptance, lab=lab, notes=tuple(notes),
     )
-    enforce_qos_layers(bp, spec_file)
-    return bp
+    return bp.model_copy(update={"spec_values": spec_values(bp, req)})

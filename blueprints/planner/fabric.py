@@ -10,6 +10,7 @@ from blueprints.blueprint import ComputePlan, FabricKind, FabricPlan, traced
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.spec import BaremetalTarget
 
+GCP_VPC_MAX_MTU = 8896  # field-numbers 10.4 (cloud.google.com VPC MTU page)
 _CLOUD_FABRIC: dict[str, FabricKind] = {"aws": "efa", "gcp": "roce", "azure": "infiniband", "lab": "roce"}
 
 
@@ -41,9 +42,13 @@ def plan_fabric(ctx: PlanContext, compute: ComputePlan) -> FabricPlan:
     rail_opt = traced(multi_gpu or ctx.is_lab, ["compute.accelerator"], "fabric.rail_optimized_when_multi_gpu",
                       f"{compute.gpus_per_node} GPUs and {compute.rails.value} rails per node")
     mtu_value = {"roce": 9000, "infiniband": 4096, "efa": 9001}[kind]
+    mtu_rule, mtu_why = f"fabric.mtu_{kind}", ""
     if ctx.is_lab:
-        mtu_value = 1500
-    mtu = traced(mtu_value, ["target.provider"], f"fabric.mtu_{'lab' if ctx.is_lab else kind}")
+        mtu_value, mtu_rule = 1500, "fabric.mtu_lab"
+    elif ctx.provider == "gcp":
+        # the stack's VPCs and the roles use this one value (field-numbers 10.4: GCP's VPC maximum)
+        mtu_value, mtu_rule, mtu_why = GCP_VPC_MAX_MTU, "fabric.mtu_gcp_vpc_max", "GCP VPC maximum MTU (8896)"
+    mtu = traced(mtu_value, ["target.provider"], mtu_rule, mtu_why)
 
     if ctx.is_cloud:
         zero = traced(0, ["target.provider"], "fabric.provider_managed", f"{target.provider} runs the switches")

@@ -31,8 +31,7 @@ def plan_nccl(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: Q
         env.append(_var("NCCL_IB_GID_INDEX", gid, ["target.provider"], "nccl.roce_v2_gid",
                         "Soft-RoCE: RoCEv2 IPv4 GID at index 1" if ctx.is_lab
                         else "RoCEv2 GID, usually index 3 on ConnectX (field-numbers 3.3)"))
-        env.append(_var("NCCL_IB_TC", qos.nccl_ib_tc, list(qos.traffic_class.derived_from.spec),
-                        "nccl.tc_from_qos", qos.traffic_class.derived_from.formula))
+        # NCCL_IB_TC is qos.traffic_class, added where the environment is read (Blueprint.nccl_environment)
     if kind == "efa":
         env.append(_var("FI_PROVIDER", "efa", ["target.provider"], "nccl.efa_libfabric"))
         env.append(_var("FI_EFA_USE_DEVICE_RDMA", 1, ["target.provider"], "nccl.efa_device_rdma"))

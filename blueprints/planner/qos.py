@@ -7,14 +7,13 @@ layer uses is DSCP << 2 with ECT(0) set: 26 << 2 | 2 = 106, the common NCCL_IB_T
 
 from __future__ import annotations
 
-from blueprints.blueprint import DcqcnPlan, FabricPlan, QosPlan, traced
+from blueprints.blueprint import ECT0, DcqcnPlan, FabricPlan, QosPlan, traced
 from blueprints.planner.context import PlanContext
 
 ROCE_PRIORITY = 3
 ROCE_DSCP = 26
 CNP_DSCP = 48
 CNP_PRIORITY = 6
-ECT0 = 0b10
 
 
 def traffic_class(dscp: int) -> int:
@@ -28,7 +27,6 @@ def plan_qos(ctx: PlanContext, fabric: FabricPlan) -> QosPlan:
     tc = traffic_class(ROCE_DSCP)
     dcqcn = DcqcnPlan(
         enabled=applies,
-        priorities=(ROCE_PRIORITY,),
         rpg_time_reset=300,
         rpg_byte_reset=32767,
         rpg_threshold=1,
@@ -48,12 +46,8 @@ def plan_qos(ctx: PlanContext, fabric: FabricPlan) -> QosPlan:
         dscp=traced(ROCE_DSCP, spec, "qos.roce_dscp", "DSCP 26 -> priority 3 (field-numbers 3.3)"),
         cnp_dscp=traced(CNP_DSCP, spec, "qos.cnp_dscp", "CNP_DSCP 48 (firmware default, field-numbers 3.2)"),
         cnp_priority=CNP_PRIORITY,
-        pfc_priorities=(ROCE_PRIORITY,) if applies else (),
         trust="dscp",
         ecn=applies,
         traffic_class=traced(tc, spec, "qos.tos_from_dscp", f"{ROCE_DSCP} << 2 | ECT(0) = {tc}"),
-        nccl_ib_tc=tc,
-        nvmeof_tos=tc,
-        switch_dscp_to_priority={ROCE_DSCP: ROCE_PRIORITY, CNP_DSCP: CNP_PRIORITY},
         dcqcn=dcqcn,
     )

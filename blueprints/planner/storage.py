@@ -17,18 +17,17 @@ from typing import Literal
 from blueprints.blueprint import (
     CachePlan,
     ComputePlan,
-    FabricPlan,
     ManagedFsPlan,
     NvmeofPlan,
     NvmeofSubsystem,
     ProtectionOption,
-    QosPlan,
     StoragePlan,
     TierPlan,
     traced,
 )
 from blueprints.catalog import ManagedFileSystem, StorageServer
 from blueprints.planner.context import PlanContext, ceil_div
+from blueprints.planner.hosts import storage_group
 from blueprints.spec import LabTarget
 from blueprints.units import Duration, Rate, Ratio, Size
 
@@ -141,8 +140,7 @@ def _check_client_ingest(ctx: PlanContext, compute: ComputePlan) -> None:
         )
 
 
-def _nvmeof(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan,
-            hot: TierPlan) -> NvmeofPlan | None:
+def _nvmeof(ctx: PlanContext, compute: ComputePlan, hot: TierPlan) -> NvmeofPlan | None:
     if ctx.is_cloud:
         return None
     name = ctx.req.metadata.name
@@ -151,6 +149,7 @@ def _nvmeof(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: Qos
     training = ctx.req.business.type == "training"
     policy: Literal["round-robin", "queue-depth"] = "round-robin" if training else "queue-depth"
     kernel = "kernel default (drivers/nvme/host/fabrics.h; field-numbers 4)"
+    targets = storage_group(ctx, compute, hot)
     return NvmeofPlan(
         transport="rdma",
         port=4420,
@@ -164,9 +163,9 @@ def _nvmeof(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: Qos
         reconnect_delay=traced(10, ["performance.storage.jitter"], "nvmeof.reconnect_delay", kernel),
         fast_io_fail_tmo=traced(-1, ["performance.storage.jitter"], "nvmeof.fast_io_fail", kernel),
         keep_alive_tmo=traced(5, ["performance.storage.jitter"], "nvmeof.keep_alive", kernel),
-        tos=qos.nvmeof_tos,
         subsystems=tuple(
-            NvmeofSubsystem(nqn=f"nqn.2026-11.io.clustersmith:{name}:{hot.name}-{i + 1}", tier=hot.name, node=i + 1)
+            NvmeofSubsystem(nqn=f"nqn.2026-11.io.clustersmith:{name}:{hot.name}-{i + 1}", tier=hot.name,
+                            served_by=targets.name(i + 1), attached_by="gpu_client")
             for i in range(hot.nodes.value)
         ),
     )
@@ -198,7 +197,7 @@ def _cache(ctx: PlanContext, compute: ComputePlan) -> CachePlan:
     )
 
 
-def plan_storage(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan) -> StoragePlan:
+def plan_storage(ctx: PlanContext, compute: ComputePlan) -> StoragePlan:
     req = ctx.req
     train, val = req.data.training_set.value, req.data.validation_set.value
     hot_fraction = req.data.hot_fraction.value
@@ -254,7 +253,7 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos
         read_throughput=hot.aggregate_read,
         write_throughput=traced(write_cap, list(hot.nodes.derived_from.spec), "storage.hot_aggregate_write",
                                 f"{hot.nodes.value} nodes x per-node write = {write_cap}"),
-        nvmeof=_nvmeof(ctx, compute, fabric, qos, hot),
+        nvmeof=_nvmeof(ctx, compute, hot),
         cache=_cache(ctx, compute),
     )
 

@@ -21,16 +21,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from blueprints.blueprint import Blueprint
-from blueprints.lab_plan import HostRole
+from blueprints.hosts import INVENTORY_GROUPS, InventoryGroup
 from blueprints.rolevars import Group, RoleVars, builders
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "ansible"
 ROLES = Path(__file__).resolve().parent.parent.parent / "roles"
-INVENTORY_GROUPS: dict[HostRole, Group] = {
-    "storage_target": "storage_targets",
-    "gpu_client": "gpu_clients",
-    "monitoring": "monitoring",
-}
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: 100k-GPU builds dump MBs of YAML
 
@@ -91,20 +86,28 @@ def placeholder_rails(count: int) -> list[PlaceholderRail]:
 
 
 def inventory(bp: Blueprint) -> str:
-    """The inventory of a non-lab target: every planned host, with placeholders the user fills in."""
-    groups: dict[Group, list[str]] = {g: [] for g in INVENTORY_GROUPS.values()}
+    """The inventory of a non-lab target: every planned host, with placeholders the user fills in.
+
+    Rails and disks are written once per inventory group, from its first host group (the groups of one role
+    share their NIC and disk layout: ``blueprints.planner.hosts``)."""
+    groups: dict[InventoryGroup, list[str]] = {g: [] for g in INVENTORY_GROUPS.values()}
+    rails: dict[InventoryGroup, list[dict[str, Any]]] = {}
+    disks: dict[InventoryGroup, dict[str, str]] = {g: {} for g in INVENTORY_GROUPS.values()}
     for host_group in bp.hosts:
-        names = [f"{host_group.name_prefix}{i + 1}" for i in range(host_group.count)]
-        groups[INVENTORY_GROUPS[host_group.role]] += names
-    rails = {
-        "gpu_clients": placeholder_rails(bp.compute.rails.value),
-        "storage_targets": placeholder_rails(bp.compute.storage_nics),
-    }
+        groups[host_group.group] += host_group.names()
+        rails.setdefault(host_group.group, [r.model_dump(exclude_none=True)
+                                            for r in placeholder_rails(host_group.rail_nics)])
+        disks[host_group.group] = disks[host_group.group] or {d.name: placeholder(d.purpose) for d in host_group.disks}
     return _env().get_template("inventory.yml.j2").render(
-        bp=bp, groups=groups,
-        rails={g: [r.model_dump(exclude_none=True) for r in rs] for g, rs in rails.items()},
+        bp=bp, groups=groups, rails=rails, disks=disks,
         to_yaml=lambda data, indent: _indented_yaml(data, indent),
     )
+
+
+def placeholder(purpose: str) -> str:
+    """``CHANGE_ME_local_nvme_block_device`` for a disk's purpose."""
+    words = "".join(c if c.isalnum() else " " for c in purpose.lower()).split()
+    return "CHANGE_ME_" + "_".join(words)
 
 
 def _indented_yaml(data: Any, indent: int) -> str:

@@ -17,6 +17,7 @@ from grafana_foundation_sdk.models.dashboard import DataSourceRef, Threshold, Th
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from blueprints.blueprint import Blueprint
+from blueprints.units import Rate
 
 # The role provisions its Prometheus data source under this uid.
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="clustersmith-prometheus")
@@ -129,23 +130,26 @@ class Target:
 
 
 def spec_targets(bp: Blueprint) -> list[Target]:
-    st = bp.requirements.performance.storage
+    asked = bp.spec_values
+    checks = {c.id: c for c in bp.acceptance.checks}
     clients = 'role="gpu_client", device!~"dm-.*"'
-    found = [
-        Target("performance.storage.read_throughput", f"Aggregate read throughput (target {st.read_throughput})",
-               st.read_throughput.value, f"sum(rate(node_disk_read_bytes_total{{{clients}}}[1m]))", "Bps", False),
-    ]
-    if st.write_throughput is not None:
-        found.append(Target("performance.storage.write_throughput",
-                            f"Aggregate write throughput (target {st.write_throughput})", st.write_throughput.value,
-                            f"sum(rate(node_disk_written_bytes_total{{{clients}}}[1m]))", "Bps", False))
+    found = []
+    for kind, series in (("read", "read_bytes"), ("write", "written_bytes")):
+        check = checks.get(f"storage.{kind}_throughput")
+        if check is not None:
+            found.append(Target(f"performance.storage.{kind}_throughput",
+                                f"Aggregate {kind} throughput (target {asked[check.derived_from.spec[0]]})",
+                                Rate.parse(f"{check.threshold:.12g}{check.unit}").value,
+                                f"sum(rate(node_disk_{series}_total{{{clients}}}[1m]))", "Bps", False))
+    st = {path.rsplit(".", 1)[-1]: value for path, value in asked.items() if path.startswith("performance.storage.")}
     for alert in bp.monitoring.alerts:
         if alert.name == "StorageReadLatencyP99High":
-            found.append(Target("performance.storage.latency_p99", f"Small-read p99 latency (target {st.latency_p99})",
+            found.append(Target("performance.storage.latency_p99",
+                                f"Small-read p99 latency (target {st.get('latency_p99', '')})",
                                 alert.threshold, "histogram_quantile(0.99, sum by (le) "
                                 "(rate(clustersmith_storage_read_latency_seconds_bucket[5m])))", "s", True))
         elif alert.name == "StorageThroughputJitterHigh":
-            found.append(Target("performance.storage.jitter", f"Read throughput jitter (target {st.jitter})",
+            found.append(Target("performance.storage.jitter", f"Read throughput jitter (target {st.get('jitter', '')})",
                                 alert.threshold, 'max(stddev_over_time(instance:node_disk_read_bytes:rate1m'
                                 '{role="gpu_client"}[10m]) / avg_over_time(instance:node_disk_read_bytes:rate1m'
                                 '{role="gpu_client"}[10m]))', "percentunit", True))

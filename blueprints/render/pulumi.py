@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 
 from blueprints.blueprint import Blueprint
-from blueprints.spec import AwsTarget, AzureTarget, BaremetalTarget, GcpTarget
+from blueprints.hosts import expand
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "pulumi"
 SECRET_KEYS = ("clustersmith:maasApiKey",)
@@ -34,18 +34,18 @@ def _quote(value: str) -> str:
 
 def stack_config(bp: Blueprint) -> tuple[dict[str, str], list[str]]:
     """The stack's plain config values (already YAML-quoted) and the notes on what else to set."""
-    target = bp.requirements.target
+    target = bp.target
     config: dict[str, str] = {}
     notes = ["Set before `pulumi up` (clustersmith deploy sets it from --ssh-public-key):",
              '  pulumi config set clustersmith:sshPublicKey "$(cat ~/.ssh/id_ed25519.pub)"',
              "Optional: clustersmith:adminCidr (SSH from outside), clustersmith:sshUser, clustersmith:image."]
-    if isinstance(target, AwsTarget):
-        config["aws:region"] = _quote(target.region)
-        if target.availability_zone:
-            config["clustersmith:zone"] = _quote(target.availability_zone)
+    if target.provider == "aws":
+        config["aws:region"] = _quote(target.region or "")
+        if target.zone:
+            config["clustersmith:zone"] = _quote(target.zone)
         notes.append("Credentials: the AWS environment (AWS_PROFILE, AWS_ACCESS_KEY_ID, ~/.aws), never this file.")
-    elif isinstance(target, GcpTarget):
-        config["gcp:region"] = _quote(target.region)
+    elif target.provider == "gcp":
+        config["gcp:region"] = _quote(target.region or "")
         if target.zone:
             config["gcp:zone"] = _quote(target.zone)
             config["clustersmith:zone"] = _quote(target.zone)
@@ -55,10 +55,10 @@ def stack_config(bp: Blueprint) -> tuple[dict[str, str], list[str]]:
         else:
             notes.append("The spec names no project: pulumi config set clustersmith:project <id>")
         notes.append("Credentials: GOOGLE_APPLICATION_CREDENTIALS or `gcloud auth application-default login`.")
-    elif isinstance(target, AzureTarget):
-        config["azure-native:location"] = _quote(target.region)
+    elif target.provider == "azure":
+        config["azure-native:location"] = _quote(target.region or "")
         notes.append("Credentials: `az login` or ARM_CLIENT_ID/ARM_CLIENT_SECRET/ARM_TENANT_ID in the environment.")
-    elif isinstance(target, BaremetalTarget):
+    elif target.provider == "baremetal":
         if target.machines == "static":
             config["clustersmith:machinesFile"] = _quote("machines.yaml")
             notes.append("machines: static: fill machines.yaml (every CHANGE_ME) with the racks' addresses.")
@@ -70,14 +70,14 @@ def stack_config(bp: Blueprint) -> tuple[dict[str, str], list[str]]:
 
 
 def render(bp: Blueprint, folder: Path) -> list[Path]:
-    target = bp.requirements.target
+    target = bp.target
     if target.provider == "lab":
         return []
     out = folder / "pulumi"
     out.mkdir(parents=True, exist_ok=True)
     env = _env()
     config, notes = stack_config(bp)
-    description = bp.requirements.metadata.description or f"clustersmith design {bp.name}"
+    description = target.description or f"clustersmith design {bp.name}"
     files: dict[str, str] = {
         "Pulumi.yaml": env.get_template("Pulumi.yaml.j2").render(bp=bp, provider=target.provider,
                                                                  description=description.replace('"', "'")),
@@ -85,7 +85,7 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
                                                                                   notes=notes),
         "__main__.py": env.get_template("__main__.py.j2").render(),
     }
-    if isinstance(target, BaremetalTarget) and target.machines == "static":
+    if target.provider == "baremetal" and target.machines == "static":
         files["machines.yaml"] = env.get_template("machines.yaml.j2").render(
             bp=bp, machines=_static_machines(bp), gpu_rails=bp.compute.rails.value,
             storage_rails=bp.compute.storage_nics)
@@ -98,6 +98,4 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
 
 
 def _static_machines(bp: Blueprint) -> list[dict[str, Any]]:
-    rails = {"gpu_client": bp.compute.rails.value, "storage_target": bp.compute.storage_nics}
-    return [{"name": f"{g.name_prefix}{i + 1}", "rails": rails.get(g.role, 0)}
-            for g in bp.hosts for i in range(g.count)]
+    return [{"name": h.name, "rails": h.rail_nics} for h in expand(bp.hosts)]

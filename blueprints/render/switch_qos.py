@@ -27,13 +27,13 @@ def _env() -> jinja2.Environment:
 
 def render(bp: Blueprint, folder: Path) -> list[Path]:
     q = bp.qos
-    nvmeof_tos = bp.storage.nvmeof.tos if bp.storage.nvmeof is not None else None
-    nccl_tc = next((v.value for v in bp.nccl.env if v.name == "NCCL_IB_TC"), None)
+    nvmeof_tos = q.traffic_class.value if bp.storage.nvmeof is not None else None
+    nccl_tc = next((v.value for v in bp.nccl_environment() if v.name == "NCCL_IB_TC"), None)
     priorities = [
         {"priority": p,
          "dscp": sorted(d for d, pr in q.switch_dscp_to_priority.items() if pr == p),
          "pfc": p in q.pfc_priorities,
-         "ecn": q.ecn and p in q.dcqcn.priorities,
+         "ecn": p in q.dcqcn_priorities,
          "role": "RoCE (lossless)" if p == q.roce_priority.value
          else "CNP (congestion notifications)" if p == q.cnp_priority else ""}
         for p in range(8)

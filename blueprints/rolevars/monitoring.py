@@ -11,7 +11,6 @@ from pydantic import Field
 
 from blueprints.blueprint import Blueprint
 from blueprints.planner.monitoring import DCGM_EXPORTER
-from blueprints.render.monitoring import hosts_by_role
 from blueprints.rolevars import Group, RoleVars
 
 
@@ -53,7 +52,7 @@ class MonitoringVars(RoleVars):
 def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
     mon = bp.monitoring
     ports = {j.exporter: j.port for j in mon.scrape}
-    roles = hosts_by_role(bp)
+    roles = bp.hosts_by_role()
     return {
         "all": MonitoringVars(
             monitoring_listen_cidr=mon.listen_cidr.value if mon.listen_cidr else "",

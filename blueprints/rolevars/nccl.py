@@ -1,6 +1,6 @@
 """Variables of the ``nccl`` role: the Blueprint's NCCL environment, its degraded profile, GPUDirect and INR.
 
-``nccl_env`` is ``nccl.env`` as planned (NCCL_IB_HCA per rail, NCCL_IB_TC from the QoS plan, ...);
+``nccl_env`` is the Blueprint's NCCL environment (``nccl.env`` as planned, and NCCL_IB_TC from the QoS plan);
 ``nccl_degraded_env`` the overrides of the Ring profile an operator switches to with
 ``nccl_profile: degraded``. GPUDirect RDMA and in-network reduction follow the Blueprint's
 ``nccl.gpudirect_rdma`` and ``nccl.in_network_reduction``.
@@ -55,8 +55,8 @@ def hcas(value: str) -> list[str]:
 
 
 def nccl_vars(bp: Blueprint) -> NcclVars:
-    env = [EnvEntry(name=v.name, value=v.value) for v in bp.nccl.env]
-    hca = next((v.value for v in bp.nccl.env if v.name == "NCCL_IB_HCA"), "")
+    env = [EnvEntry(name=v.name, value=v.value) for v in bp.nccl_environment()]
+    hca = next((v.value for v in env if v.name == "NCCL_IB_HCA"), "")
     return NcclVars(
         nccl_env=env,
         nccl_degraded_env=[EnvEntry(name=v.name, value=v.value) for v in bp.nccl.degraded_env],

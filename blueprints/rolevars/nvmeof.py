@@ -1,7 +1,6 @@
 """Variables of the ``nvmeof`` role: NVMe-oF subsystems on the storage targets, multipath on the clients.
 
-Each subsystem of the Blueprint is served by one storage target: the host of the storage-target group
-whose node type is the tier's server shape, numbered by the subsystem's node index (``hot-3``,
+Each subsystem of the Blueprint is served by the storage target the planner names (``served_by``: ``hot-3``,
 ``storage-1``). Targets export it on one port per rail; clients connect once per rail.
 """
 
@@ -11,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from blueprints.blueprint import Blueprint, HostGroup, NvmeofSubsystem
+from blueprints.blueprint import Blueprint
 from blueprints.rolevars import Group, RoleVars
 from blueprints.rolevars.rdma import InventoryRail
 
@@ -39,7 +38,7 @@ class NvmeofVars(RoleVars):
     nvmeof_fast_io_fail_tmo: int = Field(
         ge=-1, description="Seconds before I/O on a lost path fails over to the others; -1: off")
     nvmeof_keep_alive_tmo: int = Field(ge=1, description="Keep-alive timeout in seconds")
-    nvmeof_tos: int = Field(ge=0, le=255, description="IP type of service of the connections (qos.nvmeof_tos)")
+    nvmeof_tos: int = Field(ge=0, le=255, description="IP type of service of the connections (qos.traffic_class)")
     nvmeof_subsystems: tuple[SubsystemVars, ...] = Field(description="Every subsystem and the target serving it")
     nvmeof_rails: tuple[InventoryRail, ...] | None = Field(
         default=None, description="Rail NICs of this host; unset: the inventory's per-host `rails` list")
@@ -48,21 +47,11 @@ class NvmeofVars(RoleVars):
         description="Target side: block device behind the namespace it serves; unset: the inventory's disks.slow")
 
 
-def target_host(bp: Blueprint, subsystem: NvmeofSubsystem) -> str:
-    """The inventory name of the storage target serving ``subsystem``."""
-    server = next(t.server for t in bp.storage.tiers if t.name == subsystem.tier)
-    groups: list[HostGroup] = [g for g in bp.hosts if g.role == "storage_target" and g.node_type == server]
-    if not groups:
-        raise ValueError(f"Blueprint {bp.name!r}: no storage-target host group of node type {server!r} "
-                         f"serves tier {subsystem.tier!r}")
-    return f"{groups[0].name_prefix}{subsystem.node}"
-
-
 def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
     plan = bp.storage.nvmeof
     if plan is None:
         return {}
-    subsystems = tuple(SubsystemVars(nqn=s.nqn, tier=s.tier, target_host=target_host(bp, s)) for s in plan.subsystems)
+    subsystems = tuple(SubsystemVars(nqn=s.nqn, tier=s.tier, target_host=s.served_by) for s in plan.subsystems)
 
     def side(name: Literal["target", "host"]) -> NvmeofVars:
         return NvmeofVars(
@@ -75,7 +64,7 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
             nvmeof_reconnect_delay=plan.reconnect_delay.value,
             nvmeof_fast_io_fail_tmo=plan.fast_io_fail_tmo.value,
             nvmeof_keep_alive_tmo=plan.keep_alive_tmo.value,
-            nvmeof_tos=plan.tos,
+            nvmeof_tos=bp.qos.traffic_class.value,
             nvmeof_subsystems=subsystems,
         )
 

@@ -66,7 +66,7 @@ class PfcDcqcnVars(RoleVars):
     pfc_dcqcn_dscp_map: list[DscpMapping] = Field(description="DSCP -> priority entries (qos.switch_dscp_to_priority)")
     pfc_dcqcn_pfc_priorities: list[int] = Field(description="PFC is enabled on these priorities only")
     pfc_dcqcn_ets: EtsVars | None = Field(default=None, description="ETS to set; unset: the NIC's ETS is left alone")
-    pfc_dcqcn_ecn_priorities: list[int] = Field(description="Priorities with ECN/DCQCN enabled (qos.dcqcn.priorities)")
+    pfc_dcqcn_ecn_priorities: list[int] = Field(description="Priorities with ECN/DCQCN enabled (the RoCE priority)")
     pfc_dcqcn_cnp_dscp: int = Field(ge=0, le=63, description="DSCP of congestion notification packets")
     pfc_dcqcn_cnp_priority: int = Field(ge=0, le=7, description="802.1p priority of congestion notification packets")
     pfc_dcqcn_reaction_point: ReactionPoint = Field(description="DCQCN reaction-point parameters (qos.dcqcn)")
@@ -86,7 +86,7 @@ def pfc_dcqcn_vars(bp: Blueprint) -> PfcDcqcnVars:
         pfc_dcqcn_pfc_priorities=list(q.pfc_priorities),
         pfc_dcqcn_ets=EtsVars(prio_tc=list(q.ets.prio_tc), tc_tsa=list(q.ets.tc_tsa), tc_bw=list(q.ets.tc_bw))
         if q.ets else None,
-        pfc_dcqcn_ecn_priorities=list(d.priorities) if d.enabled and q.ecn else [],
+        pfc_dcqcn_ecn_priorities=list(q.dcqcn_priorities),
         pfc_dcqcn_cnp_dscp=q.cnp_dscp.value,
         pfc_dcqcn_cnp_priority=q.cnp_priority,
         pfc_dcqcn_reaction_point=ReactionPoint(

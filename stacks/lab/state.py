@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from blueprints.lab_plan import HostRole, LabPlan
+from blueprints.hosts import HostRole
+from blueprints.lab_plan import LabPlan
 
 Power = Literal["running", "paused", "stopped"]
 

@@ -7,8 +7,9 @@ from collections import Counter
 import pytest
 
 from blueprints.blueprint import Blueprint
+from blueprints.loader import load_requirements
 from stacks.model import StackError
-from tests.stacks.conftest import Constructed, blueprint_of, construct, example
+from tests.stacks.conftest import REPO, Constructed, blueprint_of, construct, example
 from tests.stacks.mocks import plain
 from tests.stacks.tagging import assert_every_resource_labelled, assert_no_plaintext_secret
 
@@ -72,7 +73,7 @@ def test_fsx_capacity_and_throughput_come_from_the_blueprint(built: Constructed,
     assert inputs["perUnitStorageThroughput"] == m.per_unit_throughput == 1000
     assert inputs["deploymentType"] == "PERSISTENT_2"
     # the file system's throughput is capacity x per-unit throughput and meets the spec's read target
-    target = llm16k.requirements.performance.storage.read_throughput.value
+    target = load_requirements(REPO / "examples" / "llm-training-16k.yaml").performance.storage.read_throughput.value
     assert m.capacity_gib / 1024 * m.per_unit_throughput * 1e6 >= target
     fs = built.outputs["file_system"]
     assert fs["capacity_gib"] == 1920000 and fs["mount"].endswith("@tcp:/abcdef")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from blueprints.blueprint import Blueprint
+from blueprints.loader import load_requirements
 from stacks.config import StackConfig
 from stacks.model import StackError
-from tests.stacks.conftest import SSH_KEY, Constructed, blueprint_of, construct, example
+from tests.stacks.conftest import REPO, SSH_KEY, Constructed, blueprint_of, construct, example
 from tests.stacks.mocks import plain
 from tests.stacks.tagging import assert_every_resource_labelled, assert_no_plaintext_secret
 
@@ -62,7 +63,8 @@ def test_managed_lustre_capacity_and_throughput_come_from_the_blueprint(built: C
     assert len(inputs["filesystem"]) <= 8 and inputs["filesystem"].isalnum()
     (conn,) = built.mocks.of_type("gcp:servicenetworking/connection:Connection")
     assert plain(conn.inputs)["service"] == "servicenetworking.googleapis.com"
-    assert m.throughput.value.value >= recsys.requirements.performance.storage.read_throughput.value
+    asked = load_requirements(REPO / "examples" / "recsys-inference.yaml").performance.storage.read_throughput
+    assert m.throughput.value.value >= asked.value
 
 
 def test_labels_rails_and_secrets(built: Constructed) -> None:

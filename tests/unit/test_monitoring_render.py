@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from blueprints.render.monitoring import hosts_by_role, prom_duration, render, spec_refs
+from blueprints.loader import load_requirements
+from blueprints.render.monitoring import prom_duration, render, spec_refs
 from tests.promtool.support import EXAMPLES, blueprint
 
 
@@ -29,7 +30,7 @@ def _rules(out: Path) -> list[dict[str, Any]]:
 def test_every_host_is_scraped_once_per_job_with_its_role(example: Path, tmp_path: Path) -> None:
     bp = blueprint(example)
     config = yaml.safe_load((_out(example, tmp_path) / "prometheus.yml").read_text())
-    roles = hosts_by_role(bp)
+    roles = bp.hosts_by_role()
     for job in {j.name for j in bp.monitoring.scrape}:
         static = next(c for c in config["scrape_configs"] if c["job_name"] == job)["static_configs"]
         instances = [s["labels"]["instance"] for s in static]
@@ -65,7 +66,8 @@ def test_each_alert_carries_its_threshold_and_spec_path_with_line(example: Path,
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_spec_targets_become_the_alert_thresholds(example: Path) -> None:
     bp = blueprint(example)
-    storage = bp.requirements.performance.storage
+    asked = load_requirements(example).performance
+    storage = asked.storage
     alerts = {a.name: a for a in bp.monitoring.alerts}
     assert alerts["StorageReadLatencyP99High"].threshold == storage.latency_p99.value
     assert alerts["StorageThroughputJitterHigh"].threshold == storage.jitter.value
@@ -76,7 +78,7 @@ def test_spec_targets_become_the_alert_thresholds(example: Path) -> None:
     else:
         assert "NvmeofPathDown" not in alerts
     assert ("GpuSmUtilisationLow" in alerts) == (bp.lab is None)
-    assert ("ServingLatencyP99High" in alerts) == (bp.requirements.performance.serving is not None)
+    assert ("ServingLatencyP99High" in alerts) == (asked.serving is not None)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
@@ -105,7 +107,7 @@ def test_dashboards_are_built_with_the_sdk_and_show_each_spec_target(example: Pa
     assert names == {"storage", "fabric", "targets"} | ({"gpu"} if bp.lab is None else set())
     targets = json.loads((out / "dashboards" / "targets.json").read_text())
     rows = [p["title"] for p in targets["panels"] if p["type"] == "row"]
-    storage = bp.requirements.performance.storage
+    storage = load_requirements(example).performance.storage
     assert any(str(storage.read_throughput) in r for r in rows)
     assert any(str(storage.latency_p99) in r for r in rows)
     assert any(str(storage.jitter) in r for r in rows)

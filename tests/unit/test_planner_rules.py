@@ -74,12 +74,12 @@ def test_traffic_class(dscp: int, tos: int) -> None:
 
 def test_one_qos_plan_feeds_every_layer() -> None:
     bp = planned(spec())
-    env = {e.name: e.value for e in bp.nccl.env}
+    env = {e.name: e.value for e in bp.nccl_environment()}
     assert bp.qos.dscp.value == 26 and bp.qos.roce_priority.value == 3
-    assert int(env["NCCL_IB_TC"]) == bp.qos.traffic_class.value == bp.qos.nvmeof_tos == 106
-    assert bp.storage.nvmeof is not None and bp.storage.nvmeof.tos == 106
-    assert bp.qos.pfc_priorities == (3,)
-    assert bp.qos.switch_dscp_to_priority[26] == 3
+    assert int(env["NCCL_IB_TC"]) == bp.qos.traffic_class.value == 106
+    assert "NCCL_IB_TC" not in {e.name for e in bp.nccl.env}  # stored once, in the QoS plan
+    assert bp.qos.pfc_priorities == (3,) and bp.qos.dcqcn_priorities == (3,)
+    assert bp.qos.switch_dscp_to_priority == {26: 3, 48: 6}
 
 
 @pytest.mark.parametrize(
@@ -129,10 +129,12 @@ def test_canonical_design_meets_500gbs_with_visible_arithmetic() -> None:
 
 @pytest.mark.parametrize(("read", "nodes_at_least"), [(">=500GB/s", 6), (">=900GB/s", 10), (">=90GB/s", 1)])
 def test_hot_nodes_scale_with_throughput(read: str, nodes_at_least: int) -> None:
-    bp = planned(spec(performance__storage__read_throughput=read))
+    doc = spec(performance__storage__read_throughput=read)
+    bp = planned(doc)
     hot = next(t for t in bp.storage.tiers if t.name == "hot")
     assert hot.nodes.value >= nodes_at_least
-    assert hot.aggregate_read.value.value >= bp.requirements.performance.storage.read_throughput.value
+    asked = parse_requirements(yaml.safe_dump(doc)).performance.storage.read_throughput
+    assert hot.aggregate_read.value.value >= asked.value
 
 
 @pytest.mark.parametrize(("business", "policy"), [("training", "round-robin"), ("inference", "queue-depth")])

@@ -1,4 +1,5 @@
-"""Plan-time rule qos.layers_agree: one priority and DSCP across NIC, NCCL, NVMe-oF and the switch."""
+"""One QoS plan: the Blueprint stores each QoS fact once, refuses a hand edit that breaks it, and acceptance
+compares what each layer of a host applies with it (validators.qos_layers)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,11 @@ import pytest
 import yaml
 
 from blueprints.blueprint import Blueprint, dump_blueprint, load_blueprint
+from blueprints.errors import ClusterSmithError
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
-from blueprints.planner.qos_rules import check_qos_layers
-from blueprints.qos_consistency import (
-    LayerQos,
-    QosMismatchError,
-    compare,
-    layer_from_tos,
-    nccl_conf_layer,
-    nic_layer,
-    reference_layer,
-)
+from blueprints.render.ansible import group_vars
+from validators.qos_layers import LayerQos, compare, layer_from_tos, nccl_conf_layer, nic_layer, reference_layer
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
@@ -32,14 +26,6 @@ EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 def _plan(name: str) -> Blueprint:
     spec = REPO / "examples" / f"{name}.yaml"
     return plan(load_requirements(spec), spec_file=str(spec))
-
-
-def _env_index(data: dict[str, Any], name: str) -> int:
-    return next(i for i, v in enumerate(data["nccl"]["env"]) if v["name"] == name)
-
-
-def _set_env(data: dict[str, Any], name: str, value: str) -> None:
-    data["nccl"]["env"][_env_index(data, name)]["value"] = value
 
 
 def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -51,39 +37,24 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 @pytest.mark.parametrize("spec", EXAMPLES, ids=lambda p: p.stem)
-def test_every_example_plans_one_consistent_qos(spec: Path) -> None:
+def test_every_layer_reads_the_one_traffic_class(spec: Path) -> None:
+    """NCCL_IB_TC, NVMe-oF's tos and RDMA-CM's ToS are the QoS plan's traffic class, not copies of it."""
     bp = plan(load_requirements(spec), spec_file=str(spec))
-    assert check_qos_layers(bp) == []
-
-
-# Each row edits one layer of the lab Blueprint, as a user might in blueprint.yaml, and names the
-# two layers and the two values the message must carry.
-CASES = [
-    ("nccl env TC", lambda d: _set_env(d, "NCCL_IB_TC", "110"),
-     ["nccl.env.2.value"], ["nccl nccl.env.2.value = NCCL_IB_TC=110 (DSCP 27)", "nic qos.dscp = 26"]),
-    ("nccl plan TC", lambda d: _set(d, "qos.nccl_ib_tc", 98),
-     ["qos.nccl_ib_tc"], ["nccl qos.nccl_ib_tc = 98 (DSCP 24)", "nic qos.dscp = 26"]),
-    ("nvmeof tos", lambda d: _set(d, "storage.nvmeof.tos", 184),
-     ["storage.nvmeof.tos"], ["nvmeof storage.nvmeof.tos = 184 (DSCP 46)", "nic qos.dscp = 26"]),
-    ("nvmeof plan tos", lambda d: _set(d, "qos.nvmeof_tos", 0),
-     ["qos.nvmeof_tos"], ["nvmeof qos.nvmeof_tos = 0 (DSCP 0)", "nic qos.dscp = 26"]),
-    ("nic dscp", lambda d: _set(d, "qos.dscp.value", 24),
-     ["qos.traffic_class.value", "qos.nccl_ib_tc", "qos.nvmeof_tos", "nccl.env.2.value", "storage.nvmeof.tos",
-      "qos.switch_dscp_to_priority.26", "qos.switch_dscp_to_priority"],
-     ["nic qos.traffic_class.value = 106 (DSCP 26)", "nic qos.dscp = 24"]),
-    ("switch dscp", lambda d: _set(d, "qos.switch_dscp_to_priority", {27: 3, 48: 6}),
-     ["qos.switch_dscp_to_priority.27", "qos.switch_dscp_to_priority"],
-     ["switch qos.switch_dscp_to_priority.27 = 27: 3 (DSCP 27, priority 3)", "nic qos.dscp = 26 (DSCP 26, priority 3)",
-      "has no entry for DSCP 26"]),
-    ("switch priority", lambda d: _set(d, "qos.switch_dscp_to_priority", {26: 4, 48: 6}),
-     ["qos.switch_dscp_to_priority.26"], ["switch qos.switch_dscp_to_priority.26 = 26: 4 (DSCP 26, priority 4)",
-                                        "disagree on priority", "priority 3"]),
-    ("switch cnp", lambda d: _set(d, "qos.switch_dscp_to_priority", {26: 3, 48: 5}),
-     ["qos.switch_dscp_to_priority.48"], ["switch qos.switch_dscp_to_priority.48 = 48: 5 (DSCP 48, priority 5)",
-                                        "nic qos.cnp_dscp = 48 (DSCP 48, priority 6)"]),
-    ("pfc priority", lambda d: _set(d, "qos.pfc_priorities", [4]),
-     ["qos.pfc_priorities"], ["nic qos.pfc_priorities = [4]", "nic qos.dscp = 26 (DSCP 26, priority 3)"]),
-]
+    tc = bp.qos.traffic_class.value
+    assert tc == bp.qos.dscp.value << 2 | 0b10
+    stated = {}
+    for role, by_group in group_vars(bp).items():
+        for values in by_group.values():
+            data = values.model_dump()
+            stated.update({f"{role}.{k}": v for k, v in data.items() if k in ("nvmeof_tos", "rdma_roce_tos")})
+            stated.update({f"{role}.NCCL_IB_TC": int(e["value"]) for e in data.get("nccl_env", ())
+                           if e["name"] == "NCCL_IB_TC"})
+    assert set(stated.values()) <= {tc}
+    if bp.fabric.kind.value == "roce":
+        assert stated["nccl.NCCL_IB_TC"] == tc
+    dumped = dump_blueprint(bp)
+    for gone in ("nccl_ib_tc", "nvmeof_tos", "switch_dscp_to_priority", "pfc_priorities", "NCCL_IB_TC"):
+        assert gone not in dumped, f"{gone} is stored in the Blueprint again"
 
 
 @pytest.fixture(scope="module")
@@ -92,46 +63,58 @@ def lab_data() -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize(("edit", "paths", "needles"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_one_changed_layer_is_named_with_both_values(lab_data: dict[str, Any], edit: Any, paths: list[str],
-                                                     needles: list[str]) -> None:
-    data = copy.deepcopy(lab_data)
-    edit(data)
-    problems = check_qos_layers(Blueprint.model_validate(data))
-    assert [p.path for p in problems] == paths
-    first = problems[0].message
-    for needle in needles:
-        assert needle in first or needle in problems[-1].message
+# Each row edits blueprint.yaml as a user might and names what the message must say.
+CASES = [
+    ("tos without its dscp", "qos.dscp.value", 24, ["qos.traffic_class 106 does not carry qos.dscp 24",
+                                                   "24 << 2 | ECT(0) = 98"]),
+    ("tos edited", "qos.traffic_class.value", 184, ["qos.traffic_class 184 does not carry qos.dscp 26"]),
+    ("cnp on roce dscp", "qos.cnp_dscp.value", 26, ["CNPs (DSCP 26, priority 6) must not share RoCE's DSCP 26"]),
+    ("cnp on roce priority", "qos.cnp_priority", 3, ["CNPs (DSCP 48, priority 3)", "priority 3"]),
+    ("priority out of range", "qos.roce_priority.value", 9, ["qos.roce_priority 9", "must be priorities (0..7)"]),
+]
 
 
-def test_hand_edited_blueprint_yaml_is_rejected_on_load(tmp_path: Path, lab_data: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("path", "value", "needles"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_hand_edit_that_breaks_the_plan_is_refused_on_load(tmp_path: Path, lab_data: dict[str, Any], path: str,
+                                                            value: Any, needles: list[str]) -> None:
     data = copy.deepcopy(lab_data)
-    _set_env(data, "NCCL_IB_TC", "110")
-    path = tmp_path / "blueprint.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    with pytest.raises(QosMismatchError) as info:
-        load_blueprint(path)
+    _set(data, path, value)
+    (tmp_path / "blueprint.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(ClusterSmithError) as info:
+        load_blueprint(tmp_path)
     text = str(info.value)
-    assert "QoS plan is inconsistent across layers: 1 problem(s)" in text
-    assert "NCCL_IB_TC=110 (DSCP 27)" in text and "nic qos.dscp = 26" in text
-    line = text.split(f"{path}:")[1].split(":")[0]
-    assert path.read_text().splitlines()[int(line) - 1].strip() == "value: '110'"
+    assert "invalid blueprint" in text and "qos" in text
+    for needle in needles:
+        assert needle in text
 
 
 def test_cli_exits_2_without_traceback_on_an_inconsistent_blueprint(tmp_path: Path, lab_data: dict[str, Any]) -> None:
     data = copy.deepcopy(lab_data)
-    _set(data, "storage.nvmeof.tos", 184)
+    _set(data, "qos.traffic_class.value", 184)
     (tmp_path / "blueprint.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     proc = subprocess.run([sys.executable, "-c", "from blueprints.cli import main; main()", "explain",
                            str(tmp_path), "qos.dscp"], capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert "storage.nvmeof.tos = 184 (DSCP 46)" in proc.stderr and "nic qos.dscp = 26" in proc.stderr
+    assert "qos.traffic_class 184 does not carry qos.dscp 26" in proc.stderr
 
 
-def test_consistent_blueprint_loads(tmp_path: Path, lab_data: dict[str, Any]) -> None:
+def test_consistent_blueprint_loads_and_derives_the_rest(tmp_path: Path, lab_data: dict[str, Any]) -> None:
     (tmp_path / "blueprint.yaml").write_text(yaml.safe_dump(lab_data, sort_keys=False))
-    assert load_blueprint(tmp_path).qos.dscp.value == 26
+    q = load_blueprint(tmp_path).qos
+    assert q.dscp.value == 26
+    assert q.switch_dscp_to_priority == {26: 3, 48: 6}
+    assert q.pfc_priorities == (3,) and q.dcqcn_priorities == (3,)
+
+
+def test_loading_a_blueprint_imports_no_planner_code(tmp_path: Path, lab_data: dict[str, Any]) -> None:
+    (tmp_path / "blueprint.yaml").write_text(yaml.safe_dump(lab_data, sort_keys=False))
+    code = ("import sys; from pathlib import Path; from blueprints.blueprint import load_blueprint; "
+            f"load_blueprint(Path({str(tmp_path)!r})); "
+            "print(sorted(m for m in sys.modules if m.startswith(('blueprints.planner', 'blueprints.spec', "
+            "'blueprints.loader'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
 
 
 def test_measured_layers_compare_the_same_way() -> None:
@@ -151,8 +134,8 @@ def test_tos_outside_a_byte_is_refused() -> None:
 def test_host_readings_are_compared_with_the_plan() -> None:
     bp = _plan("lab")
     ref = reference_layer(bp.qos.dscp.value, bp.qos.roce_priority.value)
-    conf = f"# header\nNCCL_IB_HCA=rxe0\nNCCL_IB_TC={bp.qos.nccl_ib_tc}\n"
-    env_file = f'NCCL_IB_TC="{bp.qos.nccl_ib_tc + 4}"\n'  # one DSCP up: a mismatch
+    conf = f"# header\nNCCL_IB_HCA=rxe0\nNCCL_IB_TC={bp.qos.traffic_class.value}\n"
+    env_file = f'NCCL_IB_TC="{bp.qos.traffic_class.value + 4}"\n'  # one DSCP up: a mismatch
     nic = nic_layer({bp.qos.dscp.value: [bp.qos.roce_priority.value]}, bp.qos.dscp.value, "dcb app rail0")
     layers = [x for x in (nic, nccl_conf_layer(conf), nccl_conf_layer(env_file, "/etc/nccl.env")) if x]
     problems = compare(ref, layers)

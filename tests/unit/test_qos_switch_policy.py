@@ -38,10 +38,10 @@ def test_policy_carries_the_blueprints_map_pfc_and_ecn(tmp_path: Path, name: str
     per_prio = {int(r[0]): r for r in _rows(text, "Per priority: PFC and ECN")}
     assert sorted(per_prio) == list(range(8))
     assert [p for p, r in per_prio.items() if r[2] == "on"] == list(q.pfc_priorities)
-    assert [p for p, r in per_prio.items() if r[3] == "on"] == list(q.dcqcn.priorities)
+    assert [p for p, r in per_prio.items() if r[3] == "on"] == list(q.dcqcn_priorities)
     assert per_prio[q.roce_priority.value][1] == str(q.dscp.value)
     hosts = {r[1]: r[2] for r in _rows(text, "The same values on the hosts")}
-    assert hosts["NCCL_IB_TC"] == str(q.nccl_ib_tc) and hosts["tos"] == str(q.nvmeof_tos)
+    assert hosts["NCCL_IB_TC"] == str(q.traffic_class.value) and hosts["tos"] == str(q.traffic_class.value)
     # every table row has the header's number of cells: formulas with '|' are escaped
     assert all(len(r) == 3 for r in _rows(text, "Classes"))
 

@@ -57,7 +57,7 @@ def test_vars_carry_the_blueprint_env_and_switches() -> None:
         bp = _bp(name)
         rv = role_vars(bp)["gpu_clients"]
         assert isinstance(rv, NcclVars)
-        assert [(e.name, e.value) for e in rv.nccl_env] == [(v.name, v.value) for v in bp.nccl.env]
+        assert [(e.name, e.value) for e in rv.nccl_env] == [(v.name, v.value) for v in bp.nccl_environment()]
         assert rv.nccl_gpudirect_rdma is bp.nccl.gpudirect_rdma.value
         assert rv.nccl_in_network_reduction == bp.nccl.in_network_reduction.value
     lab = role_vars(_bp("lab"))["gpu_clients"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from blueprints.rolevars import builders
-from blueprints.rolevars.nvmeof import NvmeofVars, target_host
+from blueprints.rolevars.nvmeof import NvmeofVars
 from blueprints.rolevars.rdma import RdmaVars
 from blueprints.rolevars.storage_tiering import StorageTieringVars
 from tests.roles.blueprints import example
@@ -49,7 +49,7 @@ def test_nvmeof_sides_carry_the_same_blueprint_values() -> None:
     assert host.nvmeof_reconnect_delay == plan.reconnect_delay.value
     assert host.nvmeof_fast_io_fail_tmo == plan.fast_io_fail_tmo.value
     assert host.nvmeof_keep_alive_tmo == plan.keep_alive_tmo.value
-    assert host.nvmeof_tos == bp.qos.nvmeof_tos
+    assert host.nvmeof_tos == bp.qos.traffic_class.value == 106
     assert host.nvmeof_paths_per_subsystem == plan.paths_per_subsystem.value
     assert [s.nqn for s in host.nvmeof_subsystems] == [s.nqn for s in plan.subsystems]
     assert target.model_dump(exclude={"nvmeof_side"}) == host.model_dump(exclude={"nvmeof_side"})
@@ -59,11 +59,15 @@ def test_nvmeof_sides_carry_the_same_blueprint_values() -> None:
 def test_each_subsystem_is_served_by_a_planned_storage_target(name: str, expected: str) -> None:
     bp = example(name)
     assert bp.storage.nvmeof is not None
-    targets = {f"{g.name_prefix}{i + 1}" for g in bp.hosts if g.role == "storage_target" for i in range(g.count)}
+    targets = set(bp.hosts_by_role()["storage_target"])
+    served = {group.name_prefix: group.names() for group in bp.groups_of("storage_target")}
     for sub in bp.storage.nvmeof.subsystems:
-        host = target_host(bp, sub)
-        assert host in targets and host.startswith(expected)
-    assert len({target_host(bp, s) for s in bp.storage.nvmeof.subsystems}) == len(bp.storage.nvmeof.subsystems)
+        assert sub.served_by in targets and sub.served_by.startswith(expected)
+        assert sub.served_by in served[expected]  # a host of the tier's own group
+    assert len({s.served_by for s in bp.storage.nvmeof.subsystems}) == len(bp.storage.nvmeof.subsystems)
+    by_group = builders()["nvmeof"](bp)["gpu_clients"]
+    assert isinstance(by_group, NvmeofVars)
+    assert [s.target_host for s in by_group.nvmeof_subsystems] == [s.served_by for s in bp.storage.nvmeof.subsystems]
 
 
 def test_no_nvmeof_role_where_a_managed_service_stores_the_data() -> None:

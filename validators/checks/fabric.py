@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 from blueprints.blueprint import Check
-from blueprints.qos_consistency import LayerQos, compare
 from validators.checks import missing, rule, setup_failure
 from validators.nvmeof import parse_list_subsys
 from validators.outcome import Detail, Measurement
 from validators.qos import host_layers, parse_roce_tos
+from validators.qos_layers import LayerQos, compare
 from validators.results import Results
 
 

@@ -1,20 +1,17 @@
-"""One QoS plan, many layers: do the NIC, NCCL, NVMe-oF and the switch agree on priority and DSCP?
+"""One QoS plan, many layers: do the NIC, NCCL, NVMe-oF and RDMA-CM on a host carry RoCE as planned?
 
-Each layer states the DSCP (and, where it has one, the priority) it will put RoCE traffic on. This
-module compares those statements and says, for every disagreement, which two layers disagree and
-with which values. It knows nothing of where the statements come from: the planner feeds it the
-Blueprint's declared values (``blueprints.planner.qos_rules``), and an acceptance check can feed it
-what it read from the hosts (``dcb app show``, ``/etc/nccl.conf``, the NVMe-oF ``tos``) with
-:func:`layer_from_tos` and :func:`compare`.
-
-Deliberately free of runtime imports from ``blueprints.blueprint`` so that module can call into it.
+The Blueprint stores each QoS fact once (``blueprints.blueprint.QosPlan``), so its own layers cannot
+disagree; on a host they can. Acceptance reads what each layer applies (``dcb app show``, ``/etc/nccl.conf``,
+the NVMe-oF ``tos``, RDMA-CM's default ToS) into :class:`LayerQos` statements (:func:`layer_from_tos`,
+:func:`nic_layer`, :func:`nccl_conf_layer`), and :func:`compare` names, for every disagreement with the
+plan's :func:`reference_layer`, the two layers and their values.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from blueprints.errors import ClusterSmithError, Problem
+from blueprints.errors import Problem
 
 ECN_BITS = 0b11
 
@@ -40,10 +37,6 @@ def layer_from_tos(layer: str, field: str, tos: int, shown: str | None = None) -
     if not 0 <= tos <= 255:
         raise ValueError(f"{field}: ToS {tos} is not a byte (0..255)")
     return LayerQos(layer=layer, field=field, dscp=tos >> 2, shown=shown if shown is not None else str(tos))
-
-
-class QosMismatchError(ClusterSmithError):
-    """Two layers of one QoS plan disagree on the DSCP or the priority of RoCE traffic."""
 
 
 def compare(reference: LayerQos, others: list[LayerQos]) -> list[Problem]:
@@ -91,8 +84,3 @@ def nccl_conf_layer(text: str, field: str = "/etc/nccl.conf") -> LayerQos | None
             tc = int(value.strip().strip('"'))
             return layer_from_tos("nccl", f"{field} NCCL_IB_TC", tc, f"NCCL_IB_TC={tc}")
     return None
-
-
-def raise_if_any(problems: list[Problem], filename: str = "") -> None:
-    if problems:
-        raise QosMismatchError(problems, filename, "QoS plan is inconsistent across layers")

@@ -1,0 +1,50 @@
+"""The host groups of a design: which machines exist, how they are named, what NICs and disks each owns.
+
+Everything downstream names hosts through these groups (``blueprints.hosts``); the planner names a tier's
+storage hosts here too, so an NVMe-oF subsystem's serving host is the same name the inventory lists.
+"""
+
+from __future__ import annotations
+
+from blueprints.blueprint import ComputePlan, StoragePlan, TierPlan
+from blueprints.hosts import DiskPlan, HostGroup
+from blueprints.planner.context import PlanContext
+from blueprints.spec import LabTarget
+
+# Design defaults (not performance figures): the machine that runs Prometheus and Alertmanager.
+MONITORING_NODE_TYPE = {
+    "aws": "m7i.2xlarge",
+    "gcp": "n2-standard-8",
+    "azure": "Standard_D8s_v5",
+    "baremetal": "monitoring",
+}
+CLIENT_DISKS = (
+    DiskPlan(name="fast", purpose="local NVMe block device"),
+    DiskPlan(name="slow", purpose="block device the cache fronts"),
+)
+TARGET_DISKS = (DiskPlan(name="slow", purpose="namespace block device"),)
+
+
+def storage_group(ctx: PlanContext, compute: ComputePlan, tier: TierPlan) -> HostGroup:
+    """The storage-target hosts of one tier (the lab: its storage VMs)."""
+    prefix = "storage-" if ctx.is_lab else f"{tier.name}-"
+    return HostGroup(role="storage_target", count=tier.nodes.value, name_prefix=prefix, node_type=tier.server,
+                     rail_nics=compute.storage_nics, tier=tier.name, disks=TARGET_DISKS)
+
+
+def host_groups(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[HostGroup, ...]:
+    if isinstance(ctx.req.target, LabTarget):
+        t = ctx.req.target
+        return (
+            HostGroup(role="storage_target", count=t.storage_targets, name_prefix="storage-", node_type="lab-target",
+                      rail_nics=t.rails, tier="hot", disks=TARGET_DISKS),
+            HostGroup(role="gpu_client", count=t.clients, name_prefix="client-", node_type="lab-vm",
+                      rail_nics=t.rails, disks=CLIENT_DISKS),
+            HostGroup(role="monitoring", count=1, name_prefix="storage-", node_type="lab-target"),
+        )
+    groups = [HostGroup(role="gpu_client", count=compute.nodes.value, name_prefix="gpu-",
+                        node_type=compute.node_type.value, rail_nics=compute.rails.value, disks=CLIENT_DISKS)]
+    groups += [storage_group(ctx, compute, t) for t in storage.tiers if t.name != "local_cache" and t.nodes.value > 0]
+    groups.append(HostGroup(role="monitoring", count=1, name_prefix="mon-",
+                            node_type=MONITORING_NODE_TYPE[ctx.provider]))
+    return tuple(groups)
