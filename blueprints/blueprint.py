@@ -300,6 +300,47 @@ class RecordingRule(_Frozen):
     group: RuleGroup = Field(description="Rule group: alerts of the same group read it in the same evaluation")
 
 
+class Query(_Frozen):
+    """A PromQL expression the monitoring plan defines once: recording rules, alerts, dashboard panels and acceptance
+    name it instead of restating it."""
+
+    name: str = Field(description="Stable id the other layers name it by, e.g. cache.read_hit_ratio")
+    measures: str = Field(description="What its value is, in words")
+    expr: str = Field(description="PromQL; {window} stands for the range it is taken over")
+    window: str | None = Field(default=None, description="Range alerts and dashboards take it over (5m); acceptance "
+                                                         "puts in its measurement's own")
+    unit: str
+    source: str = Field(description="Where its series come from and how they are measured")
+    recorded: str | None = Field(default=None, description="Series a recording rule keeps it in, at its window")
+
+    def over(self, window: str | None = None) -> str:
+        """The PromQL over ``window`` (a Prometheus duration), by default the query's own."""
+        if "{window}" not in self.expr:
+            return self.expr
+        chosen = window or self.window
+        if chosen is None:
+            raise ValueError(f"query {self.name} needs a window")
+        return self.expr.replace("{window}", chosen)
+
+    @property
+    def series(self) -> str:
+        """What a reader at the query's own window uses: the recorded series where there is one."""
+        return self.recorded or self.over()
+
+
+class TargetPanel(_Frozen):
+    """One spec target on the targets dashboard: what was asked, the query that measures it, which side is good."""
+
+    spec: tuple[str, ...] = Field(description="Spec paths of the target")
+    title: str
+    threshold: float = Field(description="The target, in the panel's unit")
+    query: str = Field(description="Name of the MonitoringPlan query measured")
+    aggregate: Literal["min", "max", "sum"] = Field(description="How the query's series become one value: the "
+                                                                "worst host (min, max) or the cluster total (sum)")
+    unit: str = Field(description="Grafana unit of the panel")
+    good_below: bool = Field(description="True when values below the threshold are good")
+
+
 class MonitoringPlan(_Frozen):
     scrape_interval: Duration
     scrape: tuple[ScrapeJob, ...]
@@ -321,6 +362,15 @@ class MonitoringPlan(_Frozen):
         default=None,
         description="Network the exporters and Prometheus listen on; None: each host's default-route address",
     )
+    queries: tuple[Query, ...] = Field(default=(), description="Every query the rules, dashboards and acceptance read")
+    targets: tuple[TargetPanel, ...] = Field(default=(), description="Rows of the spec targets dashboard")
+
+    def query(self, name: str) -> Query:
+        """The plan's query of that name; a name the plan lacks is a planner defect."""
+        for q in self.queries:
+            if q.name == name:
+                return q
+        raise KeyError(f"the monitoring plan has no query {name!r}: {', '.join(q.name for q in self.queries)}")
 
 
 # acceptance --------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@
     nvme/<host>.json                      nvme list-subsys -o json
     qos/<host>/<file>                     what the QoS layers say on the host (see validators.qos)
     prometheus/targets.json               GET /api/v1/targets
-    prometheus/cache_hit_ratio.json       GET /api/v1/query?query=clustersmith_lvmcache_read_hit_ratio
+    prometheus/cache_hit_ratio.json       GET /api/v1/query of the Blueprint's cache.read_hit_ratio over the fio window
     setup-errors.json                     written by the runner: {check id: {host: why the tool did not run}}
     host-facts.json                       written by the runner: {host: {"gpus": n, "rails": n}}
     runner-notes.json                     written by the runner: {check id: [what it did that a reader should know]}

@@ -13,12 +13,15 @@ from __future__ import annotations
 import base64
 import ipaddress
 import json
+import math
 import re
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import ansible_runner
 
@@ -70,6 +73,7 @@ class Runner:
         self.scale = timeout_scale
         self.setup_errors: dict[str, dict[str, str]] = {}
         self.notes: dict[str, list[str]] = {}
+        self.fio_window: tuple[float, float] | None = None  # wall-clock start and end of the fio workloads
 
     # -- plumbing ----------------------------------------------------------------------------------------
 
@@ -142,11 +146,14 @@ class Runner:
             workload.numjobs.value / 2e6
         dest = self.results / "fio" / workload.name
         dest.mkdir(parents=True, exist_ok=True)
+        started = time.time()
         outcomes = self._play(f"fio-{workload.name}", "fio.yml", clients, {
             "accept_workload": workload.name, "accept_job_file": str(job), "accept_results": str(dest),
             "accept_target_kind": write.kind, "accept_target": write.path, "accept_mount": write.mount or "",
             "accept_scratch_nqns": list(write.scratch_nqns), "accept_timeout": int(timeout * self.scale),
         }, timeout)
+        ended = time.time()
+        self.fio_window = (started, ended) if self.fio_window is None else (self.fio_window[0], ended)
         for host, o in outcomes.items():
             if (dest / f"{host}.json").is_file():
                 o.failed.clear()  # fio ran and wrote its report: what it says is measured, not a setup error
@@ -232,10 +239,18 @@ class Runner:
         clients = self.inventory.group("gpu_clients")
         prometheus = self.monitoring_hosts()[:1]
         hosts = sorted(set(clients) | set(prometheus))
+        url = self.prometheus_url(prometheus[0]) if prometheus else ""
+        cache_query = self.cache_query_url(url, check_ids.get("cache", [])) if "cache" in probes else None
+        if "cache" in probes and cache_query is None:
+            probes = [p for p in probes if p != "cache"]
+            for cid in check_ids["cache"]:
+                self.setup_errors.setdefault(cid, {})["cluster"] = (
+                    "no fio workload ran in this acceptance run: the hit ratio is counted over the fio workloads' "
+                    "window")
         outcomes = self._play("probe", "probe.yml", hosts, {
             "accept_probes": probes, "accept_clients": clients, "accept_prometheus": prometheus,
             "accept_settle_s": self.paths_settle_s(), "accept_reset_extra_s": self.reset_settle_extra_s(),
-            "accept_prometheus_url": self.prometheus_url(prometheus[0]) if prometheus else ""}, 180)
+            "accept_prometheus_url": url, "accept_cache_query_url": cache_query or ""}, 180)
         for host in clients:
             o = outcomes[host]
             if "nvme" in probes:
@@ -273,6 +288,16 @@ class Runner:
                 self.setup_errors.setdefault(cid, {})["inventory"] = (
                     f"no monitoring host: the Blueprint's ({planned}) are not in the inventory, and its group "
                     "monitoring is empty")
+
+    def cache_query_url(self, prometheus_url: str, check_ids: list[str]) -> str | None:
+        """The instant query of the plan's hit ratio over the fio workloads' own window, at its end: hits and misses
+        counted from the first workload's start to the last one's end; None when no workload ran."""
+        if self.fio_window is None:
+            return None
+        check = next(c for c in self.bp.acceptance.checks if c.id in check_ids)
+        start, end = self.fio_window
+        query = self.bp.monitoring.query(check.args["query"]).over(f"{max(1, math.ceil(end - start))}s")
+        return f"{prometheus_url}/api/v1/query?{urlencode({'query': query, 'time': f'{end:.3f}'})}"
 
     def paths_settle_s(self) -> int:
         """How long a path that is reconnecting may take before the paths check judges it: three of the

@@ -17,6 +17,7 @@ from blueprints.blueprint import (
 )
 from blueprints.planner.context import PlanContext
 from blueprints.planner.fio_workloads import plan_scratch, plan_workloads, workload_args
+from blueprints.planner.monitoring import HIT_RATIO
 
 GB = 1e9
 
@@ -98,10 +99,11 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
                              scope="host", performance=False,
                              args={"dscp": str(qos.dscp.value), "priority": str(qos.roce_priority.value),
                                    "tos": str(qos.traffic_class.value)}))
-    checks.append(_check(ctx, "cache.hit_ratio", "prometheus", "dm-cache read hit ratio after warm-up", ">=",
-                         storage.cache.min_hit_ratio.value.value, "ratio",
+    checks.append(_check(ctx, "cache.hit_ratio", "prometheus", "dm-cache read hit ratio over the fio workloads",
+                         ">=", storage.cache.min_hit_ratio.value.value, "ratio",
                          list(storage.cache.min_hit_ratio.derived_from.spec), "acceptance.cache_hit_ratio",
-                         storage.cache.min_hit_ratio.derived_from.formula, severity="warning", scope="host"))
+                         storage.cache.min_hit_ratio.derived_from.formula, severity="warning", scope="host",
+                         args={"query": HIT_RATIO}))
     checks.append(_check(ctx, "monitoring.targets_up", "prometheus", "share of scrape targets up", ">=", 1.0,
                          "ratio", ["target.provider"], "acceptance.all_targets_up", "every target up",
                          performance=False))

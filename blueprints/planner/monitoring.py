@@ -14,10 +14,12 @@ from blueprints.blueprint import (
     ComputePlan,
     MonitoringPlan,
     Provenance,
+    Query,
     RecordingRule,
     RuleGroup,
     ScrapeJob,
     StoragePlan,
+    TargetPanel,
     traced,
 )
 from blueprints.planner.context import PlanContext
@@ -41,10 +43,52 @@ JITTER_ACTIVE_SHARE = 0.10
 LATENCY_BOUNDS = (25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3,
                   500e-3, 1.0)  # fmt: skip
 
-JITTER_MEAN = 'avg_over_time(instance:node_disk_read_bytes:rate1m{role="gpu_client"}[10m])'
-JITTER_CV = f'stddev_over_time(instance:node_disk_read_bytes:rate1m{{role="gpu_client"}}[10m]) / {JITTER_MEAN}'
 PROBE_SOURCE = ("clustersmith-exporter: O_DIRECT 4 KiB reads at random offsets of each NVMe-oF namespace, "
                 "timed one by one (a probe, so it measures small-read latency whatever the workload reads)")
+NODE_READS = "node_exporter: node_disk_read_bytes_total, summed over a client's block devices"
+CACHE_SOURCE = "clustersmith-exporter: read hits and misses of each dm-cache target (dmsetup status)"
+
+# Names of the queries other layers read (acceptance, dashboards, tests).
+HIT_RATIO = "cache.read_hit_ratio"
+LATENCY_P99 = "storage.read_latency_p99"
+JITTER = "storage.read_jitter_cv"
+READ_RATE = "storage.read_rate"
+CLIENT_READS = "storage.client_read_bytes"
+CLIENT_WRITES = "storage.client_written_bytes"
+SM_ACTIVE = "gpu.sm_active"
+_CLIENT_DISKS = 'role="gpu_client", device!~"dm-.*"'
+
+
+def _storage_queries() -> list[Query]:
+    read_rate = "instance:node_disk_read_bytes:rate1m"
+    mean = f'avg_over_time({read_rate}{{role="gpu_client"}}[{{window}}])'
+    hits = "increase(clustersmith_lvmcache_read_hits_total[{window}])"
+    return [
+        Query(name=READ_RATE, measures="bytes read per second by each host, over its block devices",
+              expr="sum by (instance, role) (rate(node_disk_read_bytes_total[{window}]))", window="1m", unit="B/s",
+              source=NODE_READS, recorded=read_rate),
+        Query(name=LATENCY_P99, measures="p99 of the probe's 4 KiB read latency, per host",
+              expr="histogram_quantile(0.99, sum by (le, instance) "
+                   "(rate(clustersmith_storage_read_latency_seconds_bucket[{window}])))",
+              window="5m", unit="s", source=PROBE_SOURCE),
+        Query(name="storage.read_rate_mean", measures="mean of a GPU client's 1-minute read rate", expr=mean,
+              window="10m", unit="B/s", source=NODE_READS),
+        Query(name=JITTER, measures="coefficient of variation (stddev / mean) of a GPU client's 1-minute read rate",
+              expr=f'stddev_over_time({read_rate}{{role="gpu_client"}}[{{window}}]) / {mean}', window="10m",
+              unit="ratio", source=NODE_READS),
+        # One hit ratio for alerts, dashboards and acceptance: read hits / (hits + misses) counted over a window,
+        # the alert's (5m) or the acceptance measurement's own, from the kernel's dm-cache counters.
+        Query(name=HIT_RATIO, measures="dm-cache read hits / (read hits + read misses) over the window",
+              expr=f"{hits} / ({hits} + increase(clustersmith_lvmcache_read_misses_total[{{window}}]))",
+              window="5m", unit="ratio", source=CACHE_SOURCE,
+              recorded="instance_lv:clustersmith_lvmcache_read_hit_ratio:increase5m"),
+        Query(name=CLIENT_READS, measures="bytes read per second from a GPU client's disks (dm devices excluded)",
+              expr=f"rate(node_disk_read_bytes_total{{{_CLIENT_DISKS}}}[{{window}}])", window="1m", unit="B/s",
+              source="node_exporter: node_disk_read_bytes_total"),
+        Query(name=CLIENT_WRITES, measures="bytes written per second to a GPU client's disks (dm devices excluded)",
+              expr=f"rate(node_disk_written_bytes_total{{{_CLIENT_DISKS}}}[{{window}}])", window="1m", unit="B/s",
+              source="node_exporter: node_disk_written_bytes_total"),
+    ]
 
 
 def _rule(name: str, group: RuleGroup, summary: str, expr: str, threshold: float, unit: str, for_: str,
@@ -70,40 +114,66 @@ def _baseline(series: str, rate_window: str) -> tuple[list[RecordingRule], str]:
     return rules, expr
 
 
-def _storage_rules(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[
+def _by_name(queries: list[Query]) -> dict[str, Query]:
+    return {q.name: q for q in queries}
+
+
+def _recorded(q: Query, group: RuleGroup) -> RecordingRule:
+    assert q.recorded is not None, q.name
+    return RecordingRule(record=q.recorded, expr=q.over(), group=group)
+
+
+def _storage_rules(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan, queries: dict[str, Query]) -> tuple[
         list[RecordingRule], list[AlertRule]]:
     perf = ctx.req.performance
     lat = perf.storage.latency_p99
     jitter = perf.storage.jitter
     floor = JITTER_ACTIVE_SHARE * compute.storage_read_per_node.value
-    recording = [
-        RecordingRule(record="instance:node_disk_read_bytes:rate1m",
-                      expr="sum by (instance, role) (rate(node_disk_read_bytes_total[1m]))", group="storage"),
-        RecordingRule(record="instance_lv:clustersmith_lvmcache_read_hit_ratio:rate5m",
-                      expr="rate(clustersmith_lvmcache_read_hits_total[5m]) / (rate(clustersmith_lvmcache_read_hits"
-                           "_total[5m]) + rate(clustersmith_lvmcache_read_misses_total[5m]))", group="storage"),
-    ]
+    hit_ratio = queries[HIT_RATIO]
+    recording = [_recorded(queries[READ_RATE], "storage"), _recorded(hit_ratio, "storage")]
     hit = storage.cache.min_hit_ratio
     alerts = [
         _rule("StorageReadLatencyP99High", "storage", f"Storage p99 small-read latency above the {lat} target",
-              "histogram_quantile(0.99, sum by (le, instance) "
-              "(rate(clustersmith_storage_read_latency_seconds_bucket[5m]))) > {threshold}",
+              f"{queries[LATENCY_P99].over()} > {{threshold}}",
               lat.value, "s", "10m", "critical", ["performance.storage.latency_p99"], "alert.latency_p99",
               f"p99 > {lat.quantity} ({lat.value:g} s); the target is a histogram bucket bound, so the quantile "
-              f"crosses it exactly", PROBE_SOURCE),
+              f"crosses it exactly", queries[LATENCY_P99].source),
         _rule("StorageThroughputJitterHigh", "storage", f"Read throughput jitter above the {jitter} target",
-              f"({JITTER_CV} > {{threshold}}) and {JITTER_MEAN} > {floor:g}",
+              f"({queries[JITTER].over()} > {{threshold}}) and {queries['storage.read_rate_mean'].over()} > {floor:g}",
               jitter.value, "ratio", "15m", "warning", ["performance.storage.jitter"], "alert.jitter_cv",
               f"coefficient of variation of the 1-minute read rate > {jitter.quantity}, while the node reads at "
               f"least {JITTER_ACTIVE_SHARE:.0%} of its planned {compute.storage_read_per_node} ({floor:g} B/s)",
-              "node_exporter: node_disk_read_bytes_total, summed over a client's block devices"),
+              queries[JITTER].source),
         _rule("CacheHitRatioLow", "storage", f"dm-cache read hit ratio below the planned {hit.value} floor",
-              "instance_lv:clustersmith_lvmcache_read_hit_ratio:rate5m < {threshold}", hit.value.value, "ratio",
+              f"{hit_ratio.series} < {{threshold}}", hit.value.value, "ratio",
               "30m", "warning", list(hit.derived_from.spec), "alert.cache_hit_ratio",
-              f"read hits / (hits + misses) over 5m < {hit.value}",
-              "clustersmith-exporter: read hits and misses of each dm-cache target (dmsetup status)"),
+              f"read hits / (hits + misses) over {hit_ratio.window} < {hit.value}", hit_ratio.source),
     ]
     return recording, alerts
+
+
+def _targets(ctx: PlanContext, alerts: list[AlertRule]) -> list[TargetPanel]:
+    """The targets dashboard's rows: each spec target beside the query that measures it, worst host or total."""
+    st = ctx.req.performance.storage
+    found = [TargetPanel(spec=("performance.storage.read_throughput",), query=CLIENT_READS, aggregate="sum",
+                         title=f"Aggregate read throughput (target {st.read_throughput})",
+                         threshold=st.read_throughput.value, unit="Bps", good_below=False)]
+    if st.write_throughput is not None:
+        found.append(TargetPanel(spec=("performance.storage.write_throughput",), query=CLIENT_WRITES,
+                                 aggregate="sum", title=f"Aggregate write throughput (target {st.write_throughput})",
+                                 threshold=st.write_throughput.value, unit="Bps", good_below=False))
+    shown = {"StorageReadLatencyP99High": (LATENCY_P99, f"Small-read p99 latency (target {st.latency_p99})", "s"),
+             "StorageThroughputJitterHigh": (JITTER, f"Read throughput jitter (target {st.jitter})", "percentunit")}
+    for alert in alerts:
+        if alert.name in shown:
+            query, title, unit = shown[alert.name]
+            found.append(TargetPanel(spec=alert.derived_from.spec, query=query, aggregate="max", title=title,
+                                     threshold=alert.threshold, unit=unit, good_below=True))
+        elif alert.name == "CacheHitRatioLow":
+            found.append(TargetPanel(spec=alert.derived_from.spec, query=HIT_RATIO, aggregate="min",
+                                     title=f"Cache read hit ratio ({alert.summary})", threshold=alert.threshold,
+                                     unit="percentunit", good_below=False))
+    return found
 
 
 def _fabric_rules(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[
@@ -152,14 +222,20 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
     if has_gpu:
         scrape.append(ScrapeJob(name="dcgm", role="gpu_client", port=DCGM_EXPORTER, exporter="dcgm-exporter"))
 
-    recording, alerts = _storage_rules(ctx, compute, storage)
+    queries = _storage_queries()
+    if has_gpu:
+        queries.append(Query(name=SM_ACTIVE, measures="mean SM activity of a node's GPUs",
+                             expr="avg by (instance) (DCGM_FI_PROF_SM_ACTIVE)", unit="ratio",
+                             source="dcgm-exporter: DCGM_FI_PROF_SM_ACTIVE"))
+    named = _by_name(queries)
+    recording, alerts = _storage_rules(ctx, compute, storage, named)
     fabric_recording, fabric_alerts = _fabric_rules(ctx, compute, storage)
     recording += fabric_recording
     alerts += fabric_alerts
     if has_gpu:
         alerts.append(_rule(
             "GpuSmUtilisationLow", "gpu", "GPU SM activity below 70 % while a job holds the GPU (input-bound?)",
-            "avg by (instance) (DCGM_FI_PROF_SM_ACTIVE) < {threshold} "
+            f"{named[SM_ACTIVE].over()} < {{threshold}} "
             "and on (instance) max by (instance) (DCGM_FI_DEV_FB_USED) > 0",
             SM_UTIL_FLOOR, "ratio", "30m", "warning", ["compute.gpus"], "alert.sm_util_floor",
             "SM active < 70 % with frame buffer in use", "dcgm-exporter: DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_FB_USED"))
@@ -186,4 +262,5 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
         baseline_window=Duration.parse(BASELINE), recording=tuple(recording),
         evaluation_interval=Duration.parse("15s"), baseline_interval=Duration.parse("2m"),
         collect_interval=Duration.parse(collect), latency_buckets=buckets, listen_cidr=listen,
+        queries=tuple(queries), targets=tuple(_targets(ctx, alerts)),
     )

@@ -8,7 +8,6 @@ spec target with the target next to what is measured. Targets and thresholds are
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from grafana_foundation_sdk.builders import dashboard as db
 from grafana_foundation_sdk.builders import heatmap, prometheus, stat, statetimeline, timeseries
@@ -17,7 +16,6 @@ from grafana_foundation_sdk.models.dashboard import DataSourceRef, Threshold, Th
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from blueprints.blueprint import Blueprint
-from blueprints.units import Rate
 
 # The role provisions its Prometheus data source under this uid.
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="clustersmith-prometheus")
@@ -111,69 +109,28 @@ def gpu(bp: Blueprint) -> db.Dashboard:
     d = d.with_row(db.Row("SM activity"))
     d = d.with_panel(
         timeseries.Panel().title(f"SM active per node (alert below {floor:.0%})")
-        .with_target(_query("avg by (instance) (DCGM_FI_PROF_SM_ACTIVE)", "{{instance}}"))
+        .with_target(_query(bp.monitoring.query("gpu.sm_active").series, "{{instance}}"))
         .unit("percentunit").min(0).max(1).thresholds(_thresholds(floor, good_below=False))
         .span(24).height(10))
     return d
 
 
-@dataclass(frozen=True)
-class Target:
-    """One spec target: what was asked, the PromQL that measures it, and which side is good."""
-
-    spec_path: str
-    title: str
-    target: float
-    measured: str
-    unit: str
-    good_below: bool
-
-
-def spec_targets(bp: Blueprint) -> list[Target]:
-    asked = bp.spec_values
-    checks = {c.id: c for c in bp.acceptance.checks}
-    clients = 'role="gpu_client", device!~"dm-.*"'
-    found = []
-    for kind, series in (("read", "read_bytes"), ("write", "written_bytes")):
-        check = checks.get(f"storage.{kind}_throughput")
-        if check is not None:
-            found.append(Target(f"performance.storage.{kind}_throughput",
-                                f"Aggregate {kind} throughput (target {asked[check.derived_from.spec[0]]})",
-                                Rate.parse(f"{check.threshold:.12g}{check.unit}").value,
-                                f"sum(rate(node_disk_{series}_total{{{clients}}}[1m]))", "Bps", False))
-    st = {path.rsplit(".", 1)[-1]: value for path, value in asked.items() if path.startswith("performance.storage.")}
-    for alert in bp.monitoring.alerts:
-        if alert.name == "StorageReadLatencyP99High":
-            found.append(Target("performance.storage.latency_p99",
-                                f"Small-read p99 latency (target {st.get('latency_p99', '')})",
-                                alert.threshold, "histogram_quantile(0.99, sum by (le) "
-                                "(rate(clustersmith_storage_read_latency_seconds_bucket[5m])))", "s", True))
-        elif alert.name == "StorageThroughputJitterHigh":
-            found.append(Target("performance.storage.jitter", f"Read throughput jitter (target {st.get('jitter', '')})",
-                                alert.threshold, 'max(stddev_over_time(instance:node_disk_read_bytes:rate1m'
-                                '{role="gpu_client"}[10m]) / avg_over_time(instance:node_disk_read_bytes:rate1m'
-                                '{role="gpu_client"}[10m]))', "percentunit", True))
-        elif alert.name == "CacheHitRatioLow":
-            found.append(Target(", ".join(alert.derived_from.spec), f"Cache read hit ratio ({alert.summary})",
-                                alert.threshold, "min(instance_lv:clustersmith_lvmcache_read_hit_ratio:rate5m)",
-                                "percentunit", False))
-    return found
-
-
 def targets(bp: Blueprint) -> db.Dashboard:
+    mon = bp.monitoring
     d = _new(bp, "targets", "spec targets vs measured")
-    for t in spec_targets(bp):
-        line = bp.spec_lines.get(t.spec_path.split(", ")[0])
-        where = f"{t.spec_path} ({bp.spec_file}:{line})" if line else t.spec_path
+    for t in mon.targets:
+        measured = f"{t.aggregate}({mon.query(t.query).series})"
+        line = bp.spec_lines.get(t.spec[0])
+        where = ", ".join(t.spec) + (f" ({bp.spec_file}:{line})" if line else "")
         d = d.with_row(db.Row(t.title))
         d = d.with_panel(
             stat.Panel().title("Measured").description(f"Spec: {where}")
-            .with_target(_query(t.measured, "measured")).unit(t.unit)
-            .thresholds(_thresholds(t.target, t.good_below)).span(6).height(6))
+            .with_target(_query(measured, "measured")).unit(t.unit)
+            .thresholds(_thresholds(t.threshold, t.good_below)).span(6).height(6))
         d = d.with_panel(
             timeseries.Panel().title("Target vs measured").description(f"Spec: {where}")
-            .with_target(_query(t.measured, "measured"))
-            .with_target(_query(f"vector({t.target:.12g})", "target").ref_id("B"))
+            .with_target(_query(measured, "measured"))
+            .with_target(_query(f"vector({t.threshold:.12g})", "target").ref_id("B"))
             .unit(t.unit).span(18).height(6))
     return d
 

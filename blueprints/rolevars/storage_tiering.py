@@ -2,7 +2,7 @@
 
 The local fast device caches the slow one in the Blueprint's mode and policy; read-ahead and dirty-page
 (write coalescing) tunables, the tiered file system's mount point (where acceptance writes its scratch
-files), the hot-set warm-up and the hit-ratio metrics interval all come from the Blueprint.
+files) and the hot-set warm-up all come from the Blueprint.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ class StorageTieringVars(RoleVars):
         ge=1, le=100, description="vm.dirty_background_ratio: % of memory dirty before background writeback")
     storage_tiering_dirty_ratio: int = Field(
         ge=1, le=100, description="vm.dirty_ratio: % of memory dirty before writers are throttled")
-    storage_tiering_metrics_interval_s: int = Field(
-        ge=1, description="Seconds between cache hit-ratio samples (the monitoring scrape interval)")
     storage_tiering_mount_point: str = Field(
         default=DEFAULT_MOUNT_POINT, description="Where the tiered file system is mounted")
     storage_tiering_volume_group: str = Field(default="clustersmith", description="LVM volume group of the tier")
@@ -59,7 +57,6 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
             storage_tiering_read_ahead_kb=cache.read_ahead_kb.value,
             storage_tiering_dirty_background_ratio=cache.dirty_background_ratio,
             storage_tiering_dirty_ratio=cache.dirty_ratio,
-            storage_tiering_metrics_interval_s=max(1, round(bp.monitoring.scrape_interval.value)),
             storage_tiering_mount_point=mount_point(bp),
         )
     }

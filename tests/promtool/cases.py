@@ -102,16 +102,44 @@ def jitter(bp: Blueprint, a: AlertRule) -> Case:
                 10 + _minutes(a.for_) + 3)
 
 
+CACHE_LABELS = {"instance": INSTANCE, "lv": "clustersmith-cache"}
+
+
+def cache_counters(ratio: float, n: int) -> list[dict[str, str]]:
+    """The exporter's dm-cache counters for ``n`` steps of 10000 reads each, ``ratio`` of them hits; writes all miss
+    (a read hit ratio must not see them)."""
+    per_step = 10000
+    return [series("clustersmith_lvmcache_read_hits_total", CACHE_LABELS, f"0+{per_step * ratio:.12g}x{n}"),
+            series("clustersmith_lvmcache_read_misses_total", CACHE_LABELS, f"0+{per_step * (1 - ratio):.12g}x{n}"),
+            series("clustersmith_lvmcache_write_misses_total", CACHE_LABELS, f"0+{per_step}x{n}")]
+
+
 def cache_hit(bp: Blueprint, a: AlertRule) -> Case:
     n = _steps(5 + _minutes(a.for_) + 5)
-    labels = {"instance": INSTANCE, "lv": "clustersmith-cache"}
+    return Case(a, cache_counters(a.threshold - 0.005, n), cache_counters(a.threshold + 0.005, n), CACHE_LABELS,
+                5 + _minutes(a.for_) + 3)
 
-    def counters(ratio: float) -> list[dict[str, str]]:
-        per_step = 10000
-        return [series("clustersmith_lvmcache_read_hits_total", labels, f"0+{per_step * ratio:.12g}x{n}"),
-                series("clustersmith_lvmcache_read_misses_total", labels, f"0+{per_step * (1 - ratio):.12g}x{n}")]
 
-    return Case(a, counters(a.threshold - 0.005), counters(a.threshold + 0.005), labels, 5 + _minutes(a.for_) + 3)
+def hit_ratio_tests(bp: Blueprint) -> list[dict[str, Any]]:
+    """The plan's one hit ratio, as the alert reads it (the recorded series at the query's window) and as acceptance
+    asks it (the query over a measurement's own window): both are read hits / (hits + misses)."""
+    q = bp.monitoring.query("cache.read_hit_ratio")
+    assert q.recorded is not None
+    body = ",".join(f'{k}="{v}"' for k, v in CACHE_LABELS.items())
+    tests = []
+    for ratio in (0.5, 0.97):
+        sample = [{"labels": f"{{{body}}}", "value": ratio}]
+        tests.append({
+            "name": f"{q.name} is read hits / (hits + misses): {ratio}",
+            "interval": f"{STEP_S}s",
+            "input_series": cache_counters(ratio, _steps(20)),
+            "promql_expr_test": [
+                {"expr": q.recorded, "eval_time": "10m", "exp_samples": [{**sample[0], "labels": f"{q.recorded}"
+                                                                                               f"{{{body}}}"}]},
+                {"expr": q.over("131s"), "eval_time": "10m", "exp_samples": sample},
+            ],
+        })
+    return tests
 
 
 def path_down(bp: Blueprint, a: AlertRule) -> Case:
@@ -221,4 +249,6 @@ def test_file(bp: Blueprint, rule_files: list[str], rendered: dict[str, dict[str
                 "alert_rule_test": [{"eval_time": f"{case.eval_minutes}m", "alertname": case.alert.name,
                                      "exp_alerts": expected}],
             })
+    if any(q.name == "cache.read_hit_ratio" for q in bp.monitoring.queries):
+        tests += hit_ratio_tests(bp)
     return {"rule_files": rule_files, "evaluation_interval": EVALUATION_INTERVAL, "tests": tests}

@@ -19,7 +19,7 @@ MODELS: dict[str, tuple[type[RoleVars], str]] = {
     "rdma": (RdmaVars, "RDMA on every rail NIC: MTU, Soft-RoCE in the lab, RoCE mode and GID, across reboots"),
     "nvmeof": (NvmeofVars, "NVMe-oF: nvmet subsystems on the targets, native multipath over every rail on the hosts"),
     "storage_tiering": (StorageTieringVars,
-                        "dm-cache tier of the fast device in front of the slow one, tunables, warm-up, hit metrics"),
+                        "dm-cache tier of the fast device in front of the slow one, tunables and warm-up"),
 }
 HEADER = ("# Generated from blueprints.rolevars.{module} ({model}); do not edit.\n"
           "# Regenerate: .venv/bin/pytest tests/unit/test_roles_argspecs.py --update-golden\n")

@@ -20,7 +20,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.promtool.support import REPO, require_tool
+from tests.promtool.support import EXAMPLES, REPO, blueprint, require_tool
 
 ROLE = REPO / "roles" / "monitoring"
 FIXTURES = ROLE / "tests" / "fixtures"
@@ -107,6 +107,28 @@ def test_dmsetup_cache_status_gives_hits_and_misses() -> None:
     c = parsed["cs-data"]
     assert c["read_hits"] > 0 and c["read_misses"] > 0, "the recording read the same blocks twice"
     assert 0 < c["used_blocks"] <= c["total_blocks"]
+
+
+def test_the_hit_ratio_query_reads_the_exporters_dm_cache_counters(tmp_path: Path) -> None:
+    """The lab's real ``dmsetup status --target cache`` line (record_fixtures.py, client-1 after two reads):
+
+        cs-data: 0 1048576 cache 8 13/2048 128 265/2048 7147 1101 0 0 0 265 0 2 metadata2 writethrough 2 ...
+
+    words 8-11 after the name are read hits, read misses, write hits, write misses. The exporter keeps them as
+    counters; the Blueprint's one hit ratio (monitoring query cache.read_hit_ratio) is their increase over a window.
+    """
+    fake = tmp_path / "dmsetup"  # prints the recorded answer, as the real dmsetup printed it
+    fake.write_text(f"#!/bin/sh\ncat {FIXTURES / 'dmsetup-status-cache.txt'}\n")
+    fake.chmod(0o755)
+    families = {f.name: f for f in exporter.lvmcache(str(fake))}
+    counters = {name: families[name].samples[0].value for name in (
+        "clustersmith_lvmcache_read_hits_total", "clustersmith_lvmcache_read_misses_total",
+        "clustersmith_lvmcache_write_hits_total", "clustersmith_lvmcache_write_misses_total")}
+    assert list(counters.values()) == [7147, 1101, 0, 0]
+    assert all(families[n].samples[0].labels == {"lv": "cs-data"} for n in counters)
+    bp = blueprint(next(e for e in EXAMPLES if e.stem == "lab"))
+    expr = bp.monitoring.query("cache.read_hit_ratio").over("5m")
+    assert "clustersmith_lvmcache_read_hits_total[5m]" in expr and "clustersmith_lvmcache_read_misses_total[5m]" in expr
 
 
 def test_dmsetup_status_of_other_targets_is_ignored() -> None:

@@ -13,6 +13,7 @@ import yaml
 
 from blueprints.loader import load_requirements
 from blueprints.render.monitoring import prom_duration, render, spec_refs
+from blueprints.render.monitoring_dashboards import dashboards
 from tests.promtool.support import EXAMPLES, blueprint
 
 
@@ -146,3 +147,34 @@ def test_build_writes_the_monitoring_folder(tmp_path: Path) -> None:
     for rel in ("prometheus.yml", "alertmanager.yml", "rules/storage.yml", "rules/fabric.yml", "rules/baseline.yml",
                 "dashboards/targets.json"):
         assert mon / rel in written and (mon / rel).is_file()
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_every_spec_target_panel_shows_its_target_and_the_plans_query(example: Path) -> None:
+    bp = blueprint(example)
+    mon = bp.monitoring
+    storage = load_requirements(example).performance.storage
+    shown = {t.spec[0]: t for t in mon.targets}
+    assert shown["performance.storage.read_throughput"].threshold == storage.read_throughput.value
+    assert shown["performance.storage.latency_p99"].threshold == storage.latency_p99.value
+    assert ("performance.storage.write_throughput" in shown) == (storage.write_throughput is not None)
+    panels = json.loads(dashboards(bp)["targets"])["panels"]
+    exprs = {t["expr"] for p in panels for t in p.get("targets", [])}
+    for t in mon.targets:
+        assert f"{t.aggregate}({mon.query(t.query).series})" in exprs, t.title
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_one_hit_ratio_serves_the_alert_the_dashboard_and_acceptance(example: Path) -> None:
+    bp = blueprint(example)
+    q = bp.monitoring.query("cache.read_hit_ratio")
+    assert q.over() == (
+        "increase(clustersmith_lvmcache_read_hits_total[5m]) / (increase(clustersmith_lvmcache_read_hits_total[5m]) "
+        "+ increase(clustersmith_lvmcache_read_misses_total[5m]))")
+    recorded = {r.record: r.expr for r in bp.monitoring.recording}
+    assert recorded[str(q.recorded)] == q.over()
+    alert = next(a for a in bp.monitoring.alerts if a.name == "CacheHitRatioLow")
+    assert alert.expr == f"{q.recorded} < {{threshold}}"
+    check = next(c for c in bp.acceptance.checks if c.id == "cache.hit_ratio")
+    assert check.args["query"] == q.name and check.threshold == pytest.approx(alert.threshold)
+    assert "[120s]" in q.over("120s") and "[5m]" not in q.over("120s")

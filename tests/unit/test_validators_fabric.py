@@ -135,8 +135,20 @@ def test_recorded_cache_hit_ratios_count_the_lowest_host(bp: Blueprint, tmp_path
 def test_a_cache_host_without_a_ratio_is_a_setup_error_naming_it(bp: Blueprint, tmp_path: Path) -> None:
     got = judged(bp, cache_results(tmp_path, ["client-1", "client-2", "client-3"]), "cache.hit_ratio")
     assert got.status == "setup_error" and got.measured is None
-    assert "no clustersmith_lvmcache_read_hit_ratio for client-3, where storage_tiering puts a cache" in got.message
+    assert "no cache.read_hit_ratio for client-3, where storage_tiering puts a cache" in got.message
     assert {d.where for d in got.details} == {"client-1", "client-2"}  # what was measured stays visible
+
+
+def test_a_cache_no_read_reached_in_the_window_is_a_setup_error_not_a_ratio(bp: Blueprint, tmp_path: Path) -> None:
+    """0 / 0 is NaN in PromQL: the recorded answer with client-2's value as Prometheus writes a NaN sample."""
+    root = cache_results(tmp_path, ["client-1", "client-2"])
+    answer = json.loads((root / "prometheus" / "cache_hit_ratio.json").read_text())
+    answer["data"]["result"][1]["value"][1] = "NaN"
+    (root / "prometheus" / "cache_hit_ratio.json").write_text(json.dumps(answer))
+    got = judged(bp, root, "cache.hit_ratio")
+    assert got.status == "setup_error" and got.measured is None
+    assert "no reads reached the cache of client-2 while the fio workloads ran" in got.message
+    assert [(d.where, d.value is None) for d in got.details] == [("client-1", False), ("client-2", True)]
 
 
 def test_hand_made_results_without_cache_hosts_judge_the_ratios_found(bp: Blueprint, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
@@ -151,10 +152,12 @@ class ScriptedRunner(Runner):
         super().__init__(load_blueprint(out), out, load_inventory(path), results / "run", lambda s, m: None)
         self.answers = answers
         self.steps: list[str] = []
+        self.extravars: list[dict[str, object]] = []
 
     def _play(self, step: str, playbook: str, hosts: list[str], extravars: dict[str, object],
               timeout: float) -> dict[str, HostOutcome]:
         self.steps.append(step)
+        self.extravars.append(extravars)
         return {h: self.answers[len(self.steps) - 1].get(h, HostOutcome()) for h in hosts}
 
 
@@ -202,5 +205,27 @@ def test_the_cache_probe_names_the_hosts_with_a_cache(out: Path, tmp_path: Path)
     """storage_tiering caches every GPU client: the runner says so beside the Prometheus answer, so the check
     can name a client Prometheus has no hit ratio for."""
     runner = ScriptedRunner(out, tmp_path, [{}])
+    runner.fio_window = (1796031000.0, 1796031130.4)
     runner.probe(["cache"], {"cache": ["cache.hit_ratio"]})
     assert Results(tmp_path / "run").cache_hosts() == ("client-1", "client-2")
+
+
+def test_the_cache_probe_asks_the_plans_hit_ratio_over_the_fio_window_at_its_end(out: Path, tmp_path: Path) -> None:
+    runner = ScriptedRunner(out, tmp_path, [{}])
+    runner.fio_window = (1796031000.0, 1796031130.4)  # fio ran 130.4 s: the counters' increase over 131 s
+    runner.probe(["cache", "targets"], {"cache": ["cache.hit_ratio"], "targets": ["monitoring.targets_up"]})
+    url = urlsplit(str(runner.extravars[0]["accept_cache_query_url"]))
+    asked = parse_qs(url.query)
+    assert f"{url.scheme}://{url.netloc}" == "http://10.77.1.1:9090"  # the lab's Prometheus on rail 1
+    assert asked["time"] == ["1796031130.400"]
+    assert asked["query"] == [
+        "increase(clustersmith_lvmcache_read_hits_total[131s]) / (increase(clustersmith_lvmcache_read_hits_total"
+        "[131s]) + increase(clustersmith_lvmcache_read_misses_total[131s]))"]
+    assert asked["query"] == [load_blueprint(out).monitoring.query("cache.read_hit_ratio").over("131s")]
+
+
+def test_without_a_fio_window_the_hit_ratio_is_a_setup_error_and_not_asked(out: Path, tmp_path: Path) -> None:
+    runner = ScriptedRunner(out, tmp_path, [{}])
+    runner.probe(["cache", "targets"], {"cache": ["cache.hit_ratio"], "targets": ["monitoring.targets_up"]})
+    assert runner.extravars[0]["accept_probes"] == ["targets"]
+    assert "no fio workload ran" in runner.setup_errors["cache.hit_ratio"]["cluster"]

@@ -1,6 +1,9 @@
-"""Monitoring rules on Prometheus answers: every scrape target up, and the dm-cache read hit ratio."""
+"""Monitoring rules on Prometheus answers: every scrape target up, and the dm-cache read hit ratio over the fio
+workloads' window (the Blueprint's monitoring query, asked by the runner)."""
 
 from __future__ import annotations
+
+import math
 
 from blueprints.blueprint import Check
 from validators.checks import one_file, rule
@@ -27,18 +30,24 @@ def targets_up(check: Check, results: Results) -> Measurement:
 
 @rule("cache.hit_ratio")
 def cache_hit_ratio(check: Check, results: Results) -> Measurement:
+    """The plan's hit ratio query (``check.args["query"]``), counted over the fio workloads' window, per client."""
     found = one_file(check, results, "answer to the cache hit ratio query", "prometheus", "cache_hit_ratio.json")
     if isinstance(found, Measurement):
         return found
     samples = parse_vector(*found)
+    series = check.args.get("query", "hit ratio")
     if not samples:
-        return Measurement(setup_error="Prometheus has no clustersmith_lvmcache_read_hit_ratio series yet "
+        return Measurement(setup_error=f"Prometheus has no {series} series over the fio workloads' window "
                                        "(exporter not scraped, or no cache)")
-    details = tuple(Detail(where=s.labels.get("instance", "?"), value=s.value, unit="ratio") for s in samples)
+    details = tuple(Detail(where=s.labels.get("instance", "?"), value=None if math.isnan(s.value) else s.value,
+                           unit="ratio", note="no reads reached the cache in the window" if math.isnan(s.value) else "")
+                    for s in samples)
+    idle = sorted(d.where for d in details if d.value is None)
     unsampled = sorted(set(results.cache_hosts() or ()) - {d.where for d in details})
-    if unsampled:  # the lowest ratio of the others says nothing about these hosts' caches
-        return Measurement(details=details, setup_error=(
-            f"Prometheus has no clustersmith_lvmcache_read_hit_ratio for {', '.join(unsampled)}, where "
-            "storage_tiering puts a cache (exporter not scraped, or no cache there)"))
+    if unsampled or idle:  # the lowest ratio of the others says nothing about these hosts' caches
+        why = [f"Prometheus has no {series} for {', '.join(unsampled)}, where storage_tiering puts a cache "
+               "(exporter not scraped, or no cache there)"] if unsampled else []
+        why += [f"no reads reached the cache of {', '.join(idle)} while the fio workloads ran"] if idle else []
+        return Measurement(details=details, setup_error="; ".join(why))
     return Measurement(value=min(s.value for s in samples), details=details,
                        notes=("the lowest host counts",))
