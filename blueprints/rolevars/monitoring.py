@@ -10,7 +10,6 @@ from __future__ import annotations
 from pydantic import Field
 
 from blueprints.blueprint import Blueprint
-from blueprints.planner.monitoring import DCGM_EXPORTER
 from blueprints.rolevars import Group, RoleVars
 
 
@@ -24,7 +23,8 @@ class MonitoringVars(RoleVars):
     monitoring_node_exporter_port: int = Field(ge=1, le=65535, description="node_exporter port (every host)")
     monitoring_prometheus_port: int = Field(ge=1, le=65535, description="Prometheus port (monitoring hosts)")
     monitoring_alertmanager_port: int = Field(ge=1, le=65535, description="Alertmanager port (monitoring hosts)")
-    monitoring_dcgm_exporter_port: int = Field(ge=1, le=65535, description="dcgm-exporter port (GPU hosts)")
+    monitoring_dcgm_exporter_port: int | None = Field(
+        default=None, ge=1, le=65535, description="dcgm-exporter port (GPU hosts; set where dcgm-exporter is enabled)")
     monitoring_dcgm_enabled: bool = Field(description="Install dcgm-exporter on the gpu_clients (hosts with GPUs)")
     monitoring_collect_interval_s: int = Field(ge=1, description="Seconds between two runs of clustersmith-exporter")
     monitoring_latency_buckets: list[float] = Field(
@@ -53,13 +53,13 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
     mon = bp.monitoring
     ports = {j.exporter: j.port for j in mon.scrape}
     roles = bp.hosts_by_role()
+    dcgm = {"monitoring_dcgm_exporter_port": ports["dcgm-exporter"]} if "dcgm-exporter" in ports else {}
     return {
-        "all": MonitoringVars(
+        "all": MonitoringVars(**dcgm,
             monitoring_listen_cidr=mon.listen_cidr.value if mon.listen_cidr else "",
             monitoring_node_exporter_port=ports["node_exporter"],
             monitoring_prometheus_port=ports["prometheus"],
             monitoring_alertmanager_port=ports["alertmanager"],
-            monitoring_dcgm_exporter_port=ports.get("dcgm-exporter", DCGM_EXPORTER),
             monitoring_dcgm_enabled="dcgm-exporter" in ports,
             monitoring_collect_interval_s=max(1, round(mon.collect_interval.value)),
             monitoring_latency_buckets=list(mon.latency_buckets),
