@@ -56,7 +56,19 @@ READ_RATE = "storage.read_rate"
 CLIENT_READS = "storage.client_read_bytes"
 CLIENT_WRITES = "storage.client_written_bytes"
 SM_ACTIVE = "gpu.sm_active"
+DISK_BUSY = "storage.disk_busy_by_device"
+DISK_READS = "storage.disk_read_bytes_by_device"
+DISK_WRITES = "storage.disk_written_bytes_by_device"
+LATENCY_BUCKETS = "storage.read_latency_buckets"
+RTT_BUCKETS = "fabric.rail_rtt_buckets"
+RTT_P99 = "fabric.rail_rtt_p99"
+PORT_ACTIVE = "fabric.rdma_port_active"
+PATH_LIVE = "fabric.nvme_path_live"
+LIVE_PATHS = "fabric.nvme_live_paths"
+PFC_PAUSES = "fabric.pfc_pause_rx_rate"
+CNPS = "fabric.cnp_sent_rate"
 _CLIENT_DISKS = 'role="gpu_client", device!~"dm-.*"'
+EXPORTER = "clustersmith-exporter"
 
 
 def _storage_queries() -> list[Query]:
@@ -100,11 +112,54 @@ def _rule(name: str, group: RuleGroup, summary: str, expr: str, threshold: float
     })
 
 
-def _baseline(series: str, rate_window: str) -> tuple[list[RecordingRule], str]:
-    """Recording rules for the rate of a counter and its historical mean and deviation; the alert expr."""
-    rate = f"instance_device:{series}:rate{rate_window}"
+def _fabric_queries(storage: StoragePlan) -> list[Query]:
+    """The rails' and paths' series: what the fabric alerts and the fabric and storage dashboards read."""
+    rtt = "rate(clustersmith_rail_rtt_seconds_bucket[{window}])"
+    found = [
+        Query(name=DISK_BUSY, measures="share of each second a block device had I/O in flight",
+              expr="sum by (instance, device) (rate(node_disk_io_time_seconds_total[{window}]))", window="1m",
+              unit="ratio", source="node_exporter: node_disk_io_time_seconds_total"),
+        Query(name=DISK_READS, measures="bytes read per second by block device",
+              expr="sum by (instance, device) (rate(node_disk_read_bytes_total[{window}]))", window="1m",
+              unit="B/s", source="node_exporter: node_disk_read_bytes_total"),
+        Query(name=DISK_WRITES, measures="bytes written per second by block device",
+              expr="sum by (instance, device) (rate(node_disk_written_bytes_total[{window}]))", window="1m",
+              unit="B/s", source="node_exporter: node_disk_written_bytes_total"),
+        Query(name=LATENCY_BUCKETS, measures="the probe's 4 KiB read latency histogram over the cluster",
+              expr="sum by (le) (rate(clustersmith_storage_read_latency_seconds_bucket[{window}]))", window="1m",
+              unit="s", source=PROBE_SOURCE),
+        Query(name=RTT_BUCKETS, measures="round-trip time histogram of pings over the rails",
+              expr=f"sum by (le) ({rtt})", window="5m", unit="s",
+              source=f"{EXPORTER}: ping over each rail netdev to its peers"),
+        Query(name=RTT_P99, measures="p99 round-trip time over each rail of each host",
+              expr=f"histogram_quantile(0.99, sum by (le, instance, netdev) ({rtt}))", window="5m", unit="s",
+              source=f"{EXPORTER}: ping over each rail netdev to its peers"),
+        Query(name=PORT_ACTIVE, measures="1 when an RDMA port is ACTIVE", expr="clustersmith_rdma_port_active",
+              unit="state", source=f"{EXPORTER}: /sys/class/infiniband/<dev>/ports/<n>/state"),
+        Query(name=PFC_PAUSES, measures="PFC pause frames received per second, per rail netdev and priority",
+              expr="rate(clustersmith_pfc_pause_rx_frames_total[{window}])", window="5m", unit="pps",
+              source=f"{EXPORTER}: ethtool -S rx_prio<N>_pause of each rail netdev (mlx5 naming)",
+              recorded="instance_device:clustersmith_pfc_pause_rx_frames:rate5m"),
+        Query(name=CNPS, measures="congestion notification packets sent per second, per RDMA device",
+              expr="rate(clustersmith_rdma_cnp_sent_total[{window}])", window="5m", unit="pps",
+              source=f"{EXPORTER}: /sys/class/infiniband/<dev>/ports/<n>/hw_counters/np_cnp_sent",
+              recorded="instance_device:clustersmith_rdma_cnp_sent:rate5m"),
+    ]
+    paths = f"{EXPORTER}: state of each fabric controller of each nvme-subsystem (sysfs), 1 when live"
+    found.append(Query(name=PATH_LIVE, measures="1 when an NVMe-oF path (controller) is live",
+                       expr="clustersmith_nvme_path_live", unit="state", source=paths))
+    if storage.nvmeof is not None:
+        found.append(Query(name=LIVE_PATHS, measures="live fabric paths of each subsystem of each host",
+                           expr='sum by (instance, subsys) (clustersmith_nvme_path_live{transport!="pcie"})',
+                           unit="paths", source=paths))
+    return found
+
+
+def _baseline(q: Query) -> tuple[list[RecordingRule], str]:
+    """Recording rules for a rate and its historical mean and deviation; the alert expr."""
+    rate = q.series
     rules = [
-        RecordingRule(record=rate, expr=f"rate({series}_total[{rate_window}])", group="fabric"),
+        _recorded(q, "fabric"),
         RecordingRule(record=f"{rate}:avg_over_time_{BASELINE}", expr=f"avg_over_time({rate}[{BASELINE}])",
                       group="baseline"),
         RecordingRule(record=f"{rate}:stddev_over_time_{BASELINE}", expr=f"stddev_over_time({rate}[{BASELINE}])",
@@ -176,36 +231,32 @@ def _targets(ctx: PlanContext, alerts: list[AlertRule]) -> list[TargetPanel]:
     return found
 
 
-def _fabric_rules(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[
+def _fabric_rules(compute: ComputePlan, storage: StoragePlan, queries: dict[str, Query]) -> tuple[
         list[RecordingRule], list[AlertRule]]:
     recording: list[RecordingRule] = []
     alerts: list[AlertRule] = []
     if storage.nvmeof is not None:
         paths = storage.nvmeof.paths_per_subsystem
+        live = queries[LIVE_PATHS]
         alerts.append(_rule(
             "NvmeofPathDown", "fabric", f"Fewer than the planned {paths.value} live NVMe-oF paths to a subsystem",
-            'sum by (instance, subsys) (clustersmith_nvme_path_live{transport!="pcie"}) < {threshold}', paths.value,
-            "paths", "30s", "critical", list(paths.derived_from.spec), "alert.path_down",
-            f"live paths < {paths.value} planned ({paths.derived_from.formula})",
-            "clustersmith-exporter: state of each fabric controller of each nvme-subsystem (sysfs), 1 when live"))
+            f"{live.over()} < {{threshold}}", paths.value, "paths", "30s", "critical", list(paths.derived_from.spec),
+            "alert.path_down", f"live paths < {paths.value} planned ({paths.derived_from.formula})", live.source))
+    port = queries[PORT_ACTIVE]
     alerts.append(_rule(
-        "RdmaLinkDown", "fabric", "An RDMA port is not ACTIVE", "clustersmith_rdma_port_active < {threshold}", 1,
+        "RdmaLinkDown", "fabric", "An RDMA port is not ACTIVE", f"{port.over()} < {{threshold}}", 1,
         "state", "30s", "critical", list(compute.rails.derived_from.spec), "alert.rdma_link_down",
-        f"every port of the {compute.rails.value} rails per node must be ACTIVE",
-        "clustersmith-exporter: /sys/class/infiniband/<dev>/ports/<n>/state"))
+        f"every port of the {compute.rails.value} rails per node must be ACTIVE", port.source))
     sigma_spec = ["performance.storage.jitter", "performance.storage.latency_p99"]
-    for name, series, window, for_, what, source in (
-        ("PfcPauseStorm", "clustersmith_pfc_pause_rx_frames", "5m", "5m", "PFC pause frames received",
-         "clustersmith-exporter: ethtool -S rx_prio<N>_pause of each rail netdev (mlx5 naming)"),
-        ("CnpRateHigh", "clustersmith_rdma_cnp_sent", "5m", "10m", "Congestion notification packets sent",
-         "clustersmith-exporter: /sys/class/infiniband/<dev>/ports/<n>/hw_counters/np_cnp_sent"),
-    ):
-        rules, expr = _baseline(series, window)
+    for name, query, for_, what in (("PfcPauseStorm", PFC_PAUSES, "5m", "PFC pause frames received"),
+                                    ("CnpRateHigh", CNPS, "10m", "Congestion notification packets sent")):
+        q = queries[query]
+        rules, expr = _baseline(q)
         recording += rules
         alerts.append(_rule(
             name, "fabric", f"{what} above their {BASELINE} baseline", expr, SIGMAS, "sigma", for_, "warning",
             sigma_spec, "alert.dynamic_baseline",
-            f"{window} rate > {BASELINE} mean + {SIGMAS:g} standard deviations (three-sigma rule)", source))
+            f"{q.window} rate > {BASELINE} mean + {SIGMAS:g} standard deviations (three-sigma rule)", q.source))
     return recording, alerts
 
 
@@ -222,14 +273,14 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
     if has_gpu:
         scrape.append(ScrapeJob(name="dcgm", role="gpu_client", port=DCGM_EXPORTER, exporter="dcgm-exporter"))
 
-    queries = _storage_queries()
+    queries = _storage_queries() + _fabric_queries(storage)
     if has_gpu:
         queries.append(Query(name=SM_ACTIVE, measures="mean SM activity of a node's GPUs",
                              expr="avg by (instance) (DCGM_FI_PROF_SM_ACTIVE)", unit="ratio",
                              source="dcgm-exporter: DCGM_FI_PROF_SM_ACTIVE"))
     named = _by_name(queries)
     recording, alerts = _storage_rules(ctx, compute, storage, named)
-    fabric_recording, fabric_alerts = _fabric_rules(ctx, compute, storage)
+    fabric_recording, fabric_alerts = _fabric_rules(compute, storage, named)
     recording += fabric_recording
     alerts += fabric_alerts
     if has_gpu:

@@ -22,6 +22,11 @@ DATASOURCE = DataSourceRef(type_val="prometheus", uid="clustersmith-prometheus")
 GREEN, RED = "green", "red"
 
 
+def _series(bp: Blueprint, name: str) -> str:
+    """What a panel plots for the monitoring plan's query ``name``: its recorded series, or its PromQL."""
+    return bp.monitoring.query(name).series
+
+
 def _query(expr: str, legend: str = "", fmt: PromQueryFormat | None = None) -> prometheus.Dataquery:
     q = prometheus.Dataquery().expr(expr).datasource(DATASOURCE)
     if legend:
@@ -47,23 +52,23 @@ def storage(bp: Blueprint) -> db.Dashboard:
     d = d.with_row(db.Row("I/O by device"))
     d = d.with_panel(
         heatmap.Panel().title("Busy time by device (share of each second with I/O in flight)")
-        .with_target(_query("sum by (instance, device) (rate(node_disk_io_time_seconds_total[1m]))",
+        .with_target(_query(_series(bp, "storage.disk_busy_by_device"),
                             "{{instance}} {{device}}"))
         .calculate(False).unit("percentunit").span(24).height(10))
     d = d.with_panel(
         heatmap.Panel().title("Read bytes/s by device")
-        .with_target(_query("sum by (instance, device) (rate(node_disk_read_bytes_total[1m]))",
+        .with_target(_query(_series(bp, "storage.disk_read_bytes_by_device"),
                             "{{instance}} {{device}}"))
         .calculate(False).unit("Bps").span(12).height(8))
     d = d.with_panel(
         heatmap.Panel().title("Write bytes/s by device")
-        .with_target(_query("sum by (instance, device) (rate(node_disk_written_bytes_total[1m]))",
+        .with_target(_query(_series(bp, "storage.disk_written_bytes_by_device"),
                             "{{instance}} {{device}}"))
         .calculate(False).unit("Bps").span(12).height(8))
     d = d.with_row(db.Row("Small-read latency (probe)"))
     d = d.with_panel(
         heatmap.Panel().title("4 KiB read latency distribution")
-        .with_target(_query("sum by (le) (rate(clustersmith_storage_read_latency_seconds_bucket[1m]))",
+        .with_target(_query(_series(bp, "storage.read_latency_buckets"),
                             "{{le}}", PromQueryFormat.HEATMAP))
         .calculate(False).unit("s").span(24).height(8))
     return d
@@ -74,31 +79,30 @@ def fabric(bp: Blueprint) -> db.Dashboard:
     d = d.with_row(db.Row("Network latency"))
     d = d.with_panel(
         heatmap.Panel().title("Rail round-trip time distribution")
-        .with_target(_query("sum by (le) (rate(clustersmith_rail_rtt_seconds_bucket[5m]))", "{{le}}",
+        .with_target(_query(_series(bp, "fabric.rail_rtt_buckets"), "{{le}}",
                             PromQueryFormat.HEATMAP))
         .calculate(False).unit("s").span(12).height(8))
     d = d.with_panel(
         timeseries.Panel().title("Rail round-trip time p99")
-        .with_target(_query("histogram_quantile(0.99, sum by (le, instance, netdev) "
-                            "(rate(clustersmith_rail_rtt_seconds_bucket[5m])))", "{{instance}} {{netdev}}"))
+        .with_target(_query(_series(bp, "fabric.rail_rtt_p99"), "{{instance}} {{netdev}}"))
         .unit("s").span(12).height(8))
     d = d.with_row(db.Row("Rail and path health"))
     d = d.with_panel(
         statetimeline.Panel().title("RDMA ports ACTIVE")
-        .with_target(_query("clustersmith_rdma_port_active", "{{instance}} {{device}}/{{port}}"))
+        .with_target(_query(_series(bp, "fabric.rdma_port_active"), "{{instance}} {{device}}/{{port}}"))
         .thresholds(_thresholds(1, good_below=False)).span(12).height(8))
     d = d.with_panel(
         statetimeline.Panel().title("NVMe-oF paths live")
-        .with_target(_query("clustersmith_nvme_path_live", "{{instance}} {{subsys}} {{path}} {{address}}"))
+        .with_target(_query(_series(bp, "fabric.nvme_path_live"), "{{instance}} {{subsys}} {{path}} {{address}}"))
         .thresholds(_thresholds(1, good_below=False)).span(12).height(8))
     d = d.with_panel(
         timeseries.Panel().title("PFC pause frames received /s")
-        .with_target(_query("instance_device:clustersmith_pfc_pause_rx_frames:rate5m",
+        .with_target(_query(_series(bp, "fabric.pfc_pause_rx_rate"),
                             "{{instance}} {{netdev}} prio {{priority}}"))
         .unit("pps").span(12).height(8))
     d = d.with_panel(
         timeseries.Panel().title("CNPs sent /s")
-        .with_target(_query("instance_device:clustersmith_rdma_cnp_sent:rate5m", "{{instance}} {{device}}"))
+        .with_target(_query(_series(bp, "fabric.cnp_sent_rate"), "{{instance}} {{device}}"))
         .unit("pps").span(12).height(8))
     return d
 
