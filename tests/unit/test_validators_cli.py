@@ -1,5 +1,5 @@
-"""`clustersmith parse` and `clustersmith accept --results` as a user runs them (python -m validators adds the
-commands to the clustersmith CLI until blueprints.cli registers them): exit codes, JSON, reports, messages."""
+"""`clustersmith parse` and `clustersmith accept --results` as a user runs them (``python -m validators``, the same
+commands the clustersmith CLI registers): exit codes, JSON, reports, messages."""
 
 from __future__ import annotations
 
