@@ -32,9 +32,9 @@ import pytest
 from blueprints.blueprint import Blueprint, load_blueprint
 from blueprints.default_lab import default_lab_plan
 from stacks.lab import Lab
+from tests.conftest import BIN
 
 REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 EXAMPLE = "examples/lab.yaml"
 # Lab test modules run in this order: the default lab's own tests (they end by stopping it), then on the example
 # lab the role scenarios (they converge it role by role), then site.yml and what needs the whole lab converged.
@@ -125,7 +125,8 @@ def run(argv: list[str | Path], timeout: float, env: dict[str, str] | None = Non
     and the lab tier's Ansible strategy (``ansible_strategy_env``) unless ``env`` says otherwise."""
     return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0", **ansible_strategy_env(),
-                               "PATH": f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}", **(env or {})},
+                               "PATH": f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                               "CLUSTERSMITH_PYTHON": sys.executable, **(env or {})},
                           check=False)
 
 

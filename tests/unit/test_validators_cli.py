@@ -14,13 +14,14 @@ import pytest
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
+from tests.conftest import BIN
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 
 
 def run(*args: str | Path, columns: str = "200") -> subprocess.CompletedProcess[str]:
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"} | ({"COLUMNS": columns} if columns else {})
+    env = {"PATH": f"{BIN}:/usr/bin:/bin"} | ({"COLUMNS": columns} if columns else {})
     return subprocess.run([sys.executable, "-m", "validators", *map(str, args)], cwd=REPO, capture_output=True,
                           text=True, timeout=120, env=env)
 
