@@ -2,12 +2,14 @@
 
 Exit codes: 0 success, 1 a check failed (accept), 2 bad input (spec, Blueprint, arguments), 130 Ctrl-C.
 Bad input prints every problem with file, line, path, value and what was expected, and writes nothing.
+The commands defined here plan and build; the ones that drive a later stage (lab, deploy, inventory, accept, parse)
+live with that stage and are registered in pyproject.toml's ``clustersmith.commands`` entry points
+(blueprints.commands).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import click
 from rich.console import Console
 
 from blueprints.blueprint import Blueprint, load_blueprint
+from blueprints.commands import RegistryGroup, run
 from blueprints.errors import ClusterSmithError
 from blueprints.explain import explain, render_explanation
 from blueprints.loader import load_requirements, requirement_lines
@@ -24,7 +27,6 @@ from blueprints.spec import Requirements
 from blueprints.summary import print_summary
 
 out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 
 def plan_file(spec: Path) -> Blueprint:
@@ -42,7 +44,7 @@ def plan_file(spec: Path) -> Blueprint:
 _SPEC = click.argument("spec", type=click.Path(path_type=Path, dir_okay=False))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RegistryGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="clustersmith")
 def cli() -> None:
     """Plan, build and accept GPU clusters from a short requirement spec."""
@@ -94,32 +96,5 @@ def schema() -> None:
     click.echo(json.dumps(Requirements.model_json_schema(), indent=2))
 
 
-def _add_downstream_commands() -> None:
-    """Commands whose code lives with the stage they drive: the lab, the stacks, the validators."""
-    from stacks.cli import deploy, inventory
-    from stacks.lab.cli import lab
-    from validators.cli import accept, parse
-
-    for command in (lab, deploy, inventory, accept, parse):
-        cli.add_command(command)
-
-
-_add_downstream_commands()
-
-
 def main() -> None:
-    try:
-        cli.main(standalone_mode=False)
-    except ClusterSmithError as exc:
-        err.print("[red]error[/]: ", end="")
-        err.print(str(exc), highlight=False, markup=False)
-        sys.exit(2)
-    except click.exceptions.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
+    run(cli)

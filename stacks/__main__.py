@@ -1,10 +1,9 @@
-"""``python -m stacks deploy|inventory ...``: the clustersmith CLI with the stack commands added, for use
-before they are registered in ``blueprints.cli`` (then ``clustersmith deploy`` is the same command)."""
+"""``python -m stacks deploy|inventory ...``: the stack commands alone, with the clustersmith CLI's exit codes
+(``clustersmith deploy`` is the same command, registered in pyproject.toml)."""
 
-from blueprints.cli import cli, main
+import click
+
+from blueprints.commands import run
 from stacks.cli import deploy, inventory
 
-for command in (deploy, inventory):
-    if command.name not in cli.commands:
-        cli.add_command(command)
-main()
+run(click.Group(commands=[deploy, inventory]), prog_name="python -m stacks")

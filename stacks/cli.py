@@ -1,5 +1,5 @@
-"""Click commands ``deploy`` and ``inventory`` (registered in ``blueprints.cli``; until then
-``python -m stacks deploy|inventory`` runs the same commands)."""
+"""Click commands ``deploy`` and ``inventory``, registered as ``clustersmith deploy|inventory`` in pyproject.toml's
+``clustersmith.commands`` entry points (``python -m stacks deploy|inventory`` runs the same commands)."""
 
 from __future__ import annotations
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+# The virtualenv running the tests, wherever it is: clustersmith, ansible-playbook, ansible-lint, molecule.
+BIN = Path(sys.executable).parent
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,11 +1,9 @@
-"""``python -m validators accept|parse ...``: the clustersmith CLI with the acceptance commands added, for use
-before they are registered in ``blueprints.cli`` (then ``clustersmith accept`` is the same command)."""
+"""``python -m validators accept|parse ...``: the acceptance commands alone, with the clustersmith CLI's exit codes
+(``clustersmith accept`` is the same command, registered in pyproject.toml)."""
 
-from blueprints.cli import cli, main
+import click
+
+from blueprints.commands import run
 from validators.cli import accept, parse
 
-if "accept" not in cli.commands:
-    cli.add_command(accept)
-if "parse" not in cli.commands:
-    cli.add_command(parse)
-main()
+run(click.Group(commands=[accept, parse]), prog_name="python -m validators")

@@ -18,8 +18,9 @@ from rich.progress import Progress as RichProgress
 from rich.progress import SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from blueprints.default_lab import default_lab_plan
 from blueprints.lab_plan import LabPlan
-from stacks.lab import defaults, molecule, state
+from stacks.lab import molecule, state
 from stacks.lab.errors import LabError, LabInputError
 from stacks.lab.lab import Lab
 from stacks.lab.progress import ProgressEvent
@@ -77,7 +78,7 @@ def load_plan(build_dir: Path, plan_file: Path | None, default_plan: bool) -> tu
         except ValueError as err:
             raise LabInputError(f"{plan_file} is not a lab plan: {err}") from err
     if default_plan:
-        return defaults.default_plan(), build_dir.resolve().name
+        return default_lab_plan(), build_dir.resolve().name
     blueprint_file = build_dir / "blueprint.yaml"
     if not blueprint_file.is_file():
         raise LabInputError(f"{blueprint_file} does not exist; run `clustersmith build` first")
@@ -108,7 +109,8 @@ def lab() -> None:
 @BUILD_DIR
 @click.option("--plan-file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="A LabPlan YAML file to boot instead of OUT_DIR/blueprint.yaml.")  # fmt: skip
-@click.option("--default-plan", is_flag=True, help="Boot the default lab (1 storage target, 2 clients).")
+@click.option("--default-plan", is_flag=True,
+              help="Boot the lab examples/lab.yaml plans (1 storage target, 2 clients).")
 @click.option("--ssh-timeout", type=float, default=900.0, show_default=True, help="Seconds to wait for SSH.")
 def up(build_dir: Path, plan_file: Path | None, default_plan: bool, ssh_timeout: float) -> None:
     """Build or reuse the image, boot the VMs, wait for SSH, write OUT_DIR/ansible/inventory.yml."""

@@ -4,8 +4,8 @@ Missing tools skip the tier with a clear message on a developer's machine; under
 they fail it, since CI must prove the lab. Two labs per session, one after the other, each torn down
 whatever happened:
 
-- ``lab``: the default lab (1 storage target, 2 clients, 2 rails) for the lab's own tests (boot, rails,
-  faults, cleanup); its last tests stop it.
+- ``lab``: the default lab (blueprints.default_lab: the plan examples/lab.yaml gets, 1 storage target, 2 clients,
+  2 rails) for the lab's own tests (boot, rails, faults, cleanup); its last tests stop it.
 - ``example_lab``: ``clustersmith build examples/lab.yaml`` then ``clustersmith lab up``, shared by every
   role's molecule scenario, the storage data path, acceptance and the monitoring alerts. ``deployed`` runs
   the generated site.yml on it once. Under TCG on two cores a boot or a fresh converge costs minutes, so
@@ -30,11 +30,11 @@ from pathlib import Path
 import pytest
 
 from blueprints.blueprint import Blueprint, load_blueprint
+from blueprints.default_lab import default_lab_plan
 from stacks.lab import Lab
-from stacks.lab.defaults import default_plan
+from tests.conftest import BIN
 
 REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 EXAMPLE = "examples/lab.yaml"
 # Lab test modules run in this order: the default lab's own tests (they end by stopping it), then on the example
 # lab the role scenarios (they converge it role by role), then site.yml and what needs the whole lab converged.
@@ -78,7 +78,7 @@ def lab_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def lab(lab_workdir: Path) -> Iterator[Lab]:
     require_lab_tools()
-    the_lab = Lab(default_plan(), "lab-e2e", lab_workdir)
+    the_lab = Lab(default_lab_plan(), "lab-e2e", lab_workdir)
     started = time.monotonic()
     try:
         the_lab.up()
@@ -125,7 +125,8 @@ def run(argv: list[str | Path], timeout: float, env: dict[str, str] | None = Non
     and the lab tier's Ansible strategy (``ansible_strategy_env``) unless ``env`` says otherwise."""
     return subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0", **ansible_strategy_env(),
-                               "PATH": f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}", **(env or {})},
+                               "PATH": f"{BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                               "CLUSTERSMITH_PYTHON": sys.executable, **(env or {})},
                           check=False)
 
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from blueprints.default_lab import default_lab_plan
 from stacks.lab import state
-from stacks.lab.defaults import default_plan
 from tests.lab.conftest import require_lab_tools
 
 pytestmark = pytest.mark.lab
 
 
 def one_host_plan(path: Path) -> Path:
-    plan = default_plan()
+    plan = default_lab_plan()
     small = plan.model_copy(update={"hosts": plan.hosts[1:2], "rails": plan.rails[:1]})
     path.write_text(yaml.safe_dump(small.model_dump(mode="json")))
     return path

@@ -1,19 +1,37 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from blueprints.blueprint import load_blueprint
+from blueprints.default_lab import default_lab_plan
+from blueprints.errors import ClusterSmithError
 from blueprints.lab_plan import LabHost, LabPlan, LabRail
-from stacks.lab.defaults import default_plan
 from stacks.lab.errors import LabInputError
 from stacks.lab.topology import check_plan, mac, rail_address
 
+REPO = Path(__file__).resolve().parents[2]
 
-def test_default_plan_is_bootable() -> None:
-    check_plan(default_plan())
+
+def test_default_lab_plan_is_bootable() -> None:
+    check_plan(default_lab_plan())
+
+
+def test_default_lab_is_the_lab_that_building_the_example_writes() -> None:
+    """One lab planner: `lab up --default-plan` and the lab tier boot what `clustersmith build examples/lab.yaml`
+    puts into blueprint.yaml (pinned in tests/golden/lab)."""
+    built = load_blueprint(REPO / "tests" / "golden" / "lab" / "blueprint.yaml")
+    assert default_lab_plan() == built.lab
+
+
+def test_a_default_lab_spec_for_another_target_is_bad_input() -> None:
+    with pytest.raises(ClusterSmithError, match="the default lab's spec must be for the lab target"):
+        default_lab_plan(REPO / "examples" / "cv-training-500tb.yaml")
 
 
 def test_every_problem_is_reported_at_once() -> None:
-    plan = default_plan()
+    plan = default_lab_plan()
     bad = plan.model_copy(
         update={
             "hosts": (*plan.hosts, LabHost(name="client-1", role="gpu_client", memory_mib=1024, cpus=1)),
@@ -34,9 +52,9 @@ def test_every_problem_is_reported_at_once() -> None:
 
 def test_tiny_subnet_is_rejected() -> None:
     plan = LabPlan(
-        hosts=default_plan().hosts,
+        hosts=default_lab_plan().hosts,
         rails=(LabRail(index=0, name="rail0", subnet="10.77.0.0/30", mtu=1500),),
-        image=default_plan().image,
+        image=default_lab_plan().image,
     )
     with pytest.raises(LabInputError, match="room for fewer than 3 hosts"):
         check_plan(plan)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from blueprints.default_lab import default_lab_plan
 from stacks.lab import image, inventory, vm
-from stacks.lab.defaults import default_plan
 from stacks.lab.errors import LabError
 from stacks.lab.kernel import KernelPackage
 from stacks.lab.lab import Lab
@@ -17,8 +17,8 @@ from stacks.lab.state import LabState
 
 @pytest.fixture
 def planned(tmp_path: Path) -> LabState:
-    lab = Lab(default_plan(), "unit", tmp_path / "out" / "unit")
-    inputs = image.inputs_for(default_plan().image, KernelPackage(name="linux-image-6.1.0-57-amd64", version="1"))
+    lab = Lab(default_lab_plan(), "unit", tmp_path / "out" / "unit")
+    inputs = image.inputs_for(default_lab_plan().image, KernelPackage(name="linux-image-6.1.0-57-amd64", version="1"))
     built = image.BuiltImage(
         inputs=inputs, directory=tmp_path / "img", kernel_release="6.1", modules=(), build_seconds=0
     )
@@ -46,15 +46,17 @@ def test_tcg_guests_get_a_cpu_without_avx_and_kvm_guests_the_host_cpu(planned: L
 
 
 def test_one_vde_nic_per_rail_and_disks_by_serial(planned: LabState) -> None:
-    storage = planned.hosts[0]
-    argv = vm.qemu_argv(planned, storage, "S0VZ")
+    storage, client = planned.hosts[0], planned.hosts[1]
+    argv = vm.qemu_argv(planned, client, "S0VZ")
     assert "vde,id=rail0,sock=/tmp/clustersmith-lab-x/rail0.vde" in argv
     assert "vde,id=rail1,sock=/tmp/clustersmith-lab-x/rail1.vde" in argv
     devices = [argv[i + 1] for i, a in enumerate(argv) if a == "-device"]
     assert any(d.startswith("virtio-net-pci,netdev=rail1,id=rail1-nic,") for d in devices)
     assert "virtio-blk-pci,drive=disk-fast,serial=fast" in devices
     assert "virtio-blk-pci,drive=disk-slow,serial=slow" in devices
-    assert not planned.hosts[1].disks
+    argv = vm.qemu_argv(planned, storage, "S0VZ")
+    disks = [argv[i + 1] for i, a in enumerate(argv) if a == "-device" and argv[i + 1].startswith("virtio-blk")]
+    assert disks == ["virtio-blk-pci,drive=disk-slow,serial=slow"]
 
 
 def test_kernel_command_line_carries_key_nics_and_hostname(planned: LabState) -> None:
@@ -86,8 +88,8 @@ def test_inventory_groups_hosts_by_role_with_rails(planned: LabState, tmp_path: 
         "index": 1, "name": "rail1", "netdev": "rail1", "address": "10.77.1.2", "prefix": 24,
         "cidr": "10.77.1.2/24", "mtu": 1500, "mac": planned.hosts[1].rails[1].mac,
     }  # fmt: skip
-    storage = groups["storage_targets"]["hosts"]["storage-1"]
-    assert storage["disks"] == {"fast": "/dev/disk/by-id/virtio-fast", "slow": "/dev/disk/by-id/virtio-slow"}
+    assert client["disks"] == {"fast": "/dev/disk/by-id/virtio-fast", "slow": "/dev/disk/by-id/virtio-slow"}
+    assert groups["storage_targets"]["hosts"]["storage-1"]["disks"] == {"slow": "/dev/disk/by-id/virtio-slow"}
 
 
 def test_molecule_sees_the_same_hosts_groups_and_rails(planned: LabState) -> None:

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import yaml
 
+from tests.conftest import BIN
 from tests.roles.library import ROLES
 
-BIN = Path(__file__).resolve().parents[2] / ".venv" / "bin"
 OURS = tuple(sorted(p.name for p in ROLES.iterdir() if (p / "tasks" / "main.yml").is_file()))
 
 
 def test_roles_pass_the_production_profile() -> None:
     assert len(OURS) >= 6, OURS
-    lint = BIN / "ansible-lint" if (BIN / "ansible-lint").exists() else Path("ansible-lint")
-    done = subprocess.run([str(lint), "--offline", "--profile", "production", "--nocolor",
+    done = subprocess.run([str(BIN / "ansible-lint"), "--offline", "--profile", "production", "--nocolor",
                            *(str(ROLES / r) for r in OURS)],
                           capture_output=True, text=True, timeout=600, check=False,
                           env={**os.environ, "ANSIBLE_ROLES_PATH": str(ROLES)}, cwd=ROLES.parent)

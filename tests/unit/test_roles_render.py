@@ -14,14 +14,13 @@ import yaml
 from blueprints.render import build
 from blueprints.render.ansible import PLAYS, group_vars, plays, render
 from blueprints.rolevars.rdma import InventoryRail
+from tests.conftest import BIN
 from tests.roles.blueprints import REPO, example
-
-ANSIBLE_BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
 
 
 def ansible(tool: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    return subprocess.run([str(ANSIBLE_BIN / tool), *map(str, args)], capture_output=True, text=True, env=env,
+    return subprocess.run([str(BIN / tool), *map(str, args)], capture_output=True, text=True, env=env,
                           timeout=300, check=False)
 
 

@@ -1,5 +1,5 @@
-"""`clustersmith parse` and `clustersmith accept --results` as a user runs them (python -m validators adds the
-commands to the clustersmith CLI until blueprints.cli registers them): exit codes, JSON, reports, messages."""
+"""`clustersmith parse` and `clustersmith accept --results` as a user runs them (``python -m validators``, the same
+commands the clustersmith CLI registers): exit codes, JSON, reports, messages."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ import pytest
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
+from tests.conftest import BIN
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 
 
 def run(*args: str | Path, columns: str = "200") -> subprocess.CompletedProcess[str]:
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"} | ({"COLUMNS": columns} if columns else {})
+    env = {"PATH": f"{BIN}:/usr/bin:/bin"} | ({"COLUMNS": columns} if columns else {})
     return subprocess.run([sys.executable, "-m", "validators", *map(str, args)], cwd=REPO, capture_output=True,
                           text=True, timeout=120, env=env)
 

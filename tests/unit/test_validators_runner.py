@@ -16,13 +16,13 @@ from blueprints.blueprint import Check, load_blueprint
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
+from tests.conftest import BIN
 from validators.evaluate import evaluate
 from validators.inventory import load_inventory
 from validators.results import Results
 from validators.runner import HostOutcome, Runner, _failure
 
 REPO = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
 RDMA = REPO / "tests" / "fixtures" / "rdma"
 
 
@@ -41,7 +41,7 @@ def inventory(tmp_path: Path, **host: object) -> Path:
 LOCAL = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
 
 
-def accept(out: Path, *args: str | Path, path: str = f"{VENV_BIN}:/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
+def accept(out: Path, *args: str | Path, path: str = f"{BIN}:/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "validators", "accept", str(out), *map(str, args)], cwd=REPO,
                           capture_output=True, text=True, timeout=600, env={"PATH": path, "COLUMNS": "200"})
 
@@ -73,7 +73,7 @@ def test_a_missing_fio_is_a_setup_error(out: Path, tmp_path: Path) -> None:
         if tool.name != "fio":
             (bin_without_fio / tool.name).symlink_to(tool)
     r = accept(out, "--inventory", inventory(tmp_path, **LOCAL), "--fio-target", tmp_path / "s", "--destructive",
-               "--only", "storage.mixed", path=f"{VENV_BIN}:{bin_without_fio}")
+               "--only", "storage.mixed", path=f"{BIN}:{bin_without_fio}")
     assert r.returncode == 2, r.stdout + r.stderr
     got = latest_report(out)["storage.mixed"]
     assert got["status"] == "setup_error" and "fio: command not found" in str(got["message"])
@@ -109,10 +109,10 @@ def test_writing_outside_the_scratch_needs_destructive(out: Path, tmp_path: Path
 
 
 def test_playbooks_pass_ansible_lint_production() -> None:
-    lint = VENV_BIN / "ansible-lint"
+    lint = BIN / "ansible-lint"
     assert lint.exists(), "ansible-lint is a dev dependency of the roles; pip install ansible-lint"
     r = subprocess.run([str(lint), "--offline", "--profile", "production", "validators/playbooks/"], cwd=REPO,
-                       capture_output=True, text=True, timeout=600, env={"PATH": f"{VENV_BIN}:/usr/bin:/bin",
+                       capture_output=True, text=True, timeout=600, env={"PATH": f"{BIN}:/usr/bin:/bin",
                                                                          "HOME": str(Path.home())})
     assert r.returncode == 0, r.stdout + r.stderr
 

@@ -12,17 +12,19 @@ import hashlib
 import marshal
 import os
 import zipimport
+from types import CodeType
 
 CACHE = "/var/cache/clustersmith-pyc"
-_compile_source = zipimport._compile_source
+# CPython's private hooks, which typeshed leaves out: the guest's Python is Debian bookworm's 3.11, pinned by the image.
+_compile_source = zipimport._compile_source  # type: ignore[attr-defined]
 
 
-def _cached_compile(pathname, source):
+def _cached_compile(pathname: str, source: bytes) -> CodeType:
     key = hashlib.sha256(source).hexdigest()
     path = os.path.join(CACHE, key)
     try:
         with open(path, "rb") as f:
-            code = marshal.load(f)
+            code: CodeType = marshal.load(f)
     except (OSError, EOFError, ValueError, TypeError):
         code = _compile_source(pathname, source)
         try:
@@ -34,8 +36,8 @@ def _cached_compile(pathname, source):
         except OSError:
             pass
         return code
-    _imp._fix_co_filename(code, pathname)
+    _imp._fix_co_filename(code, pathname)  # type: ignore[attr-defined]
     return code
 
 
-zipimport._compile_source = _cached_compile
+zipimport._compile_source = _cached_compile  # type: ignore[attr-defined]

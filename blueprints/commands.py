@@ -1,0 +1,105 @@
+"""The command registry and the way every clustersmith command line runs, below blueprints, stacks and validators.
+
+A package contributes click commands by naming them in the ``clustersmith.commands`` entry-point group of
+pyproject.toml; ``RegistryGroup`` loads one only when it is called or listed, so the planner's CLI imports neither
+stacks nor validators. ``run`` gives every entry point (``clustersmith``, ``python -m stacks``, ``python -m
+validators``) the same exit codes: 0 success, 1 a check failed, 2 bad input, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import EntryPoint, entry_points
+
+import click
+from rich.console import Console
+
+from blueprints.errors import ClusterSmithError
+
+GROUP = "clustersmith.commands"
+INSTALL_HINT = "reinstall clustersmith (`pip install -e .` in the repository) so its entry points are current"
+
+
+class CommandLoadError(click.ClickException):
+    """A registered command that cannot be loaded: a setup problem, exit 2 like bad input."""
+
+    exit_code = 2
+
+
+def registered() -> dict[str, EntryPoint]:
+    """The commands other packages register, by name."""
+    return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
+def load_command(ep: EntryPoint) -> click.Command:
+    """The click command an entry point names, or a CommandLoadError that says which and why."""
+    where = f"command {ep.name!r} (entry point {ep.value!r} in group {GROUP})"
+    try:
+        command = ep.load()
+    except Exception as exc:  # any failure while importing a plugin is the same setup error
+        raise CommandLoadError(f"{where} cannot be loaded: {type(exc).__name__}: {exc}; {INSTALL_HINT}") from exc
+    if not isinstance(command, click.Command):
+        raise CommandLoadError(f"{where} is a {type(command).__name__}, not a click command")
+    if command.name != ep.name:
+        raise CommandLoadError(f"{where} loads a command named {command.name!r}; the two names must agree")
+    return command
+
+
+class RegistryGroup(click.Group):
+    """A click group of its own commands plus those registered under ``GROUP``, each loaded on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *registered()})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        own = super().get_command(ctx, cmd_name)
+        if own is not None:
+            return own
+        ep = registered().get(cmd_name)
+        return None if ep is None else load_command(ep)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:  # fmt: skip
+        if args and not args[0].startswith("-") and not registered() and super().get_command(ctx, args[0]) is None:
+            raise click.UsageError(f"No such command {args[0]!r}, and no command is registered in the entry-point "
+                                   f"group {GROUP}: {INSTALL_HINT}.", ctx)
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The help's command list; a command that cannot be loaded is listed with why, and the rest still show."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names), default=0)
+        rows = []
+        for name in names:
+            try:
+                command = self.get_command(ctx, name)
+            except CommandLoadError as exc:
+                rows.append((name, f"(cannot be loaded: {exc.message})"))
+                continue
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def run(group: click.Group, prog_name: str | None = None) -> None:
+    """Run a command line with the project's exit codes; bad input and setup errors print a message, never a
+    traceback."""
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        group.main(prog_name=prog_name, standalone_mode=False)
+    except ClusterSmithError as exc:
+        err.print("[red]error[/]: ", end="")
+        err.print(str(exc), highlight=False, markup=False)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
