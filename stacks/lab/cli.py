@@ -1,7 +1,7 @@
 """``clustersmith lab``: bring a Blueprint's lab up, look at it, break it, tear it down.
 
 Every command takes the build folder ``out/<name>``; ``up`` reads the plan from its
-``blueprint.yaml`` (or from ``--plan-file`` / ``--default-plan`` for scenarios without one).
+``blueprint.yaml`` (or from ``--plan-file`` for scenarios without one).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from rich.progress import Progress as RichProgress
 from rich.progress import SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from blueprints.default_lab import default_lab_plan
 from blueprints.lab_plan import LabPlan
 from stacks.lab import molecule, state
 from stacks.lab.errors import LabError, LabInputError
@@ -69,20 +68,18 @@ def _plain_sink(console: Console) -> object:
     return sink
 
 
-def load_plan(build_dir: Path, plan_file: Path | None, default_plan: bool) -> tuple[LabPlan, str]:
-    """The plan and the lab's name: from a plan file, the default plan, or the Blueprint."""
+def load_plan(build_dir: Path, plan_file: Path | None) -> tuple[LabPlan, str]:
+    """The plan and the lab's name: from a plan file or the Blueprint."""
     if plan_file is not None:
         data = yaml.safe_load(plan_file.read_text())
         try:
             return LabPlan.model_validate(data), build_dir.resolve().name
         except ValueError as err:
             raise LabInputError(f"{plan_file} is not a lab plan: {err}") from err
-    if default_plan:
-        return default_lab_plan(), build_dir.resolve().name
     blueprint_file = build_dir / "blueprint.yaml"
     if not blueprint_file.is_file():
         raise LabInputError(f"{blueprint_file} does not exist; run `clustersmith build` first")
-    from blueprints.blueprint import load_blueprint  # the planner's side of the contract
+    from blueprints.blueprint import load_blueprint
 
     blueprint = load_blueprint(blueprint_file)
     if blueprint.lab is None:
@@ -109,14 +106,12 @@ def lab() -> None:
 @BUILD_DIR
 @click.option("--plan-file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="A LabPlan YAML file to boot instead of OUT_DIR/blueprint.yaml.")  # fmt: skip
-@click.option("--default-plan", is_flag=True,
-              help="Boot the lab examples/lab.yaml plans (1 storage target, 2 clients).")
 @click.option("--ssh-timeout", type=float, default=900.0, show_default=True, help="Seconds to wait for SSH.")
-def up(build_dir: Path, plan_file: Path | None, default_plan: bool, ssh_timeout: float) -> None:
+def up(build_dir: Path, plan_file: Path | None, ssh_timeout: float) -> None:
     """Build or reuse the image, boot the VMs, wait for SSH, write OUT_DIR/ansible/inventory.yml."""
     console = Console(stderr=True)
     with _lab_errors():
-        plan, name = load_plan(build_dir, plan_file, default_plan)
+        plan, name = load_plan(build_dir, plan_file)
         the_lab = Lab(plan, name, build_dir)
         if console.is_terminal:
             columns = (SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.fields[message]}"),

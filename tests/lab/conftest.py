@@ -4,7 +4,7 @@ Missing tools skip the tier with a clear message on a developer's machine; under
 they fail it, since CI must prove the lab. Two labs per session, one after the other, each torn down
 whatever happened:
 
-- ``lab``: the default lab (blueprints.default_lab: the plan examples/lab.yaml gets, 1 storage target, 2 clients,
+- ``lab``: the default lab (tests/default_lab.py: the plan examples/lab.yaml gets, 1 storage target, 2 clients,
   2 rails) for the lab's own tests (boot, rails, faults, cleanup); its last tests stop it.
 - ``example_lab``: ``clustersmith build examples/lab.yaml`` then ``clustersmith lab up``, shared by every
   role's molecule scenario, the storage data path, acceptance and the monitoring alerts. ``deployed`` runs
@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 
 from blueprints.blueprint import Blueprint, load_blueprint
-from blueprints.default_lab import default_lab_plan
 from stacks.lab import Lab
 from tests.conftest import BIN
+from tests.default_lab import default_lab_plan
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/lab.yaml"

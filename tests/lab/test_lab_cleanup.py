@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from blueprints.default_lab import default_lab_plan
 from stacks.lab import state
+from tests.default_lab import default_lab_plan
 from tests.lab.conftest import require_lab_tools
 
 pytestmark = pytest.mark.lab

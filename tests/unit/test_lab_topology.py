@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 
 from blueprints.blueprint import load_blueprint
-from blueprints.default_lab import default_lab_plan
 from blueprints.errors import ClusterSmithError
 from blueprints.lab_plan import LabHost, LabPlan, LabRail
 from stacks.lab.errors import LabInputError
 from stacks.lab.topology import check_plan, mac, rail_address
+from tests.default_lab import default_lab_plan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ def test_default_lab_plan_is_bootable() -> None:
 
 
 def test_default_lab_is_the_lab_that_building_the_example_writes() -> None:
-    """One lab planner: `lab up --default-plan` and the lab tier boot what `clustersmith build examples/lab.yaml`
+    """One lab planner: the lab tier boots what `clustersmith build examples/lab.yaml`
     puts into blueprint.yaml (pinned in tests/golden/lab)."""
     built = load_blueprint(REPO / "tests" / "golden" / "lab" / "blueprint.yaml")
     assert default_lab_plan() == built.lab

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from blueprints.default_lab import default_lab_plan
 from stacks.lab import image, inventory, vm
 from stacks.lab.errors import LabError
 from stacks.lab.kernel import KernelPackage
 from stacks.lab.lab import Lab
 from stacks.lab.state import LabState
+from tests.default_lab import default_lab_plan
 
 
 @pytest.fixture
