@@ -75,6 +75,29 @@ class FabricPlan(_Frozen):
     rail_optimized: Traced[bool]
     ecmp: bool
     mtu: Traced[int]
+    scalable_units: Traced[int] | None = Field(
+        default=None, description="InfiniBand: whole scalable units the fabric is built for (positions rounded up)")
+    fabric_manager_positions: Traced[int] | None = Field(
+        default=None, description="Node positions reserved for the subnet manager (UFM) on InfiniBand")
+    designed_endpoints: Traced[int] | None = Field(
+        default=None, description="Leaf down-ports the design provides after rounding (>= endpoints)")
+    leaf_spine_cables: int = Field(default=0, ge=0, description="Cables from each leaf to each spine")
+
+
+class StorageFabricPlan(_Frozen):
+    """The storage fabric, sized and counted on its own: GPU nodes' storage NICs plus the storage nodes' NICs."""
+
+    provider_managed: bool = Field(description="True in clouds: the managed file system's network is the provider's")
+    shared_with_compute: bool = Field(default=False, description="True in the lab: both rails carry both")
+    switch: str | None = Field(description="Catalog switch model")
+    radix: int | None = None
+    port_speed: str | None = Field(default=None, description="Port speed the switch is chosen for")
+    endpoints: Traced[int] = Field(description="NIC ports attached to the storage fabric")
+    tiers: Traced[int]
+    leaf_switches: Traced[int]
+    spine_switches: Traced[int]
+    core_switches: Traced[int]
+    leaf_spine_cables: int = Field(default=0, ge=0, description="Cables from each leaf to each spine")
 
 
 # qos ---------------------------------------------------------------------------------------------
@@ -460,6 +483,7 @@ class Blueprint(_Frozen):
     hosts: tuple[HostGroup, ...]
     compute: ComputePlan
     fabric: FabricPlan
+    storage_fabric: StorageFabricPlan
     qos: QosPlan
     nccl: NcclPlan
     storage: StoragePlan
