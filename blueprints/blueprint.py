@@ -75,6 +75,29 @@ class FabricPlan(_Frozen):
     rail_optimized: Traced[bool]
     ecmp: bool
     mtu: Traced[int]
+    scalable_units: Traced[int] | None = Field(
+        default=None, description="InfiniBand: whole scalable units the fabric is built for (positions rounded up)")
+    fabric_manager_positions: Traced[int] | None = Field(
+        default=None, description="Node positions reserved for the subnet manager (UFM) on InfiniBand")
+    designed_endpoints: Traced[int] | None = Field(
+        default=None, description="Leaf down-ports the design provides after rounding (>= endpoints)")
+    leaf_spine_cables: int = Field(default=0, ge=0, description="Cables from each leaf to each spine")
+
+
+class StorageFabricPlan(_Frozen):
+    """The storage fabric, sized and counted on its own: GPU nodes' storage NICs plus the storage nodes' NICs."""
+
+    provider_managed: bool = Field(description="True in clouds: the managed file system's network is the provider's")
+    shared_with_compute: bool = Field(default=False, description="True in the lab: both rails carry both")
+    switch: str | None = Field(description="Catalog switch model")
+    radix: int | None = None
+    port_speed: str | None = Field(default=None, description="Port speed the switch is chosen for")
+    endpoints: Traced[int] = Field(description="NIC ports attached to the storage fabric")
+    tiers: Traced[int]
+    leaf_switches: Traced[int]
+    spine_switches: Traced[int]
+    core_switches: Traced[int]
+    leaf_spine_cables: int = Field(default=0, ge=0, description="Cables from each leaf to each spine")
 
 
 # qos ---------------------------------------------------------------------------------------------
@@ -108,6 +131,24 @@ class EtsPlan(_Frozen):
 ECT0 = 0b10  # ECN-capable transport (0), the low two bits of the ToS byte
 
 
+class EcnThresholds(_Frozen):
+    """ECN marking on the RoCE queue of the switches: absolute buffer thresholds in bytes."""
+
+    min_bytes: int = Field(gt=0, description="Marking starts above this queue depth")
+    max_bytes: int = Field(gt=0, description="Every ECN-capable packet is marked above this queue depth")
+    source: str
+
+
+class PfcWatchdogPlan(_Frozen):
+    """PFC watchdog on the switch ports with PFC: a queue paused longer than detection is drained."""
+
+    detection_ms: int = Field(gt=0, description="Paused this long counts as a PFC storm")
+    restoration_ms: int = Field(gt=0, description="Storm-free this long restores PFC")
+    poll_ms: int = Field(gt=0, description="Polling interval")
+    action: Literal["drop", "forward"] = Field(description="What a stormed queue does")
+    source: str
+
+
 class QosPlan(_Frozen):
     """One QoS plan every layer applies: NIC trust/PFC/ECN, NCCL's TC, NVMe-oF's ToS, RDMA-CM, the switch.
 
@@ -129,6 +170,8 @@ class QosPlan(_Frozen):
                                                    "NVMe-oF tos and RDMA-CM's default ToS")
     dcqcn: DcqcnPlan
     ets: EtsPlan | None = Field(default=None, description="ETS on the NICs; None leaves the NIC's own ETS alone")
+    ecn_thresholds: EcnThresholds = Field(description="Switch ECN marking thresholds on the RoCE queue")
+    pfc_watchdog: PfcWatchdogPlan = Field(description="Switch PFC watchdog on the PFC priority")
 
     @model_validator(mode="after")
     def _one_marking(self) -> QosPlan:
@@ -158,6 +201,11 @@ class QosPlan(_Frozen):
     def pfc_priorities(self) -> tuple[int, ...]:
         """PFC is on for the RoCE priority only, where the plan applies."""
         return (self.roce_priority.value,) if self.applies else ()
+
+    @property
+    def strict_priorities(self) -> tuple[int, ...]:
+        """Switch egress: CNPs in strict priority (not ETS/DWRR), so they never queue behind data."""
+        return (self.cnp_priority,) if self.applies else ()
 
     @property
     def dcqcn_priorities(self) -> tuple[int, ...]:
@@ -460,6 +508,7 @@ class Blueprint(_Frozen):
     hosts: tuple[HostGroup, ...]
     compute: ComputePlan
     fabric: FabricPlan
+    storage_fabric: StorageFabricPlan
     qos: QosPlan
     nccl: NcclPlan
     storage: StoragePlan

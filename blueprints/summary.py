@@ -38,11 +38,33 @@ def summary(bp: Blueprint) -> Group:
         fabric.add_row("switches", "provider-managed", _why(f.tiers))
     else:
         fabric.add_row("switch", f"{f.switch} (radix {f.radix})", "")
+        if f.scalable_units is not None:
+            fabric.add_row("scalable units (rounded up)", _t(f.scalable_units), _why(f.scalable_units))
+        if f.fabric_manager_positions is not None:
+            fabric.add_row("fabric-manager positions", _t(f.fabric_manager_positions),
+                           _why(f.fabric_manager_positions))
+        if f.designed_endpoints is not None:
+            fabric.add_row("designed endpoints", _t(f.designed_endpoints), _why(f.designed_endpoints))
         fabric.add_row("fat-tree tiers", _t(f.tiers), _why(f.tiers))
-        fabric.add_row("leaf / spine / core", f"{_t(f.leaf_switches)} / {_t(f.spine_switches)} / "
-                       f"{_t(f.core_switches)}", f"{_why(f.leaf_switches)}; {_why(f.core_switches)}")
+        fabric.add_row("leaf switches", _t(f.leaf_switches), _why(f.leaf_switches))
+        fabric.add_row("spine switches", _t(f.spine_switches), _why(f.spine_switches))
+        fabric.add_row("core switches", _t(f.core_switches), _why(f.core_switches))
     fabric.add_row("rail-optimised", _t(f.rail_optimized), _why(f.rail_optimized))
     fabric.add_row("MTU", _t(f.mtu), f.mtu.derived_from.rule)
+
+    sf = bp.storage_fabric
+    storage_net = Table(title="storage fabric (its own switches)", title_justify="left")
+    for col in ("what", "value", "because"):
+        storage_net.add_column(col)
+    storage_net.add_row("endpoints", _t(sf.endpoints), _why(sf.endpoints))
+    if sf.switch is None:
+        storage_net.add_row("switches", "provider-managed" if sf.provider_managed else "shared with compute",
+                            _why(sf.tiers))
+    else:
+        storage_net.add_row("switch", f"{sf.switch} (radix {sf.radix}, {sf.port_speed})", "")
+        storage_net.add_row("fat-tree tiers", _t(sf.tiers), _why(sf.tiers))
+        storage_net.add_row("leaf / spine / core", f"{_t(sf.leaf_switches)} / {_t(sf.spine_switches)} / "
+                            f"{_t(sf.core_switches)}", f"{_why(sf.leaf_switches)}; {_why(sf.spine_switches)}")
 
     qos = Table(title="QoS (one plan for NIC, NCCL, NVMe-oF, switch)", title_justify="left")
     for col in ("what", "value"):
@@ -86,7 +108,7 @@ def summary(bp: Blueprint) -> Group:
     for ch in bp.acceptance.checks:
         checks.add_row(ch.id, ch.tool, f"{ch.op} {ch.threshold:g} {ch.unit}", ch.severity,
                        ", ".join(ch.derived_from.spec))
-    parts: list[Table] = [compute, fabric, qos, storage, protection, designed, checks]
+    parts: list[Table] = [compute, fabric, storage_net, qos, storage, protection, designed, checks]
     return Group(*parts)
 
 

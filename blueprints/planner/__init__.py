@@ -22,6 +22,7 @@ from blueprints.planner.monitoring import plan_monitoring
 from blueprints.planner.nccl import plan_nccl
 from blueprints.planner.qos import plan_qos
 from blueprints.planner.storage import plan_storage
+from blueprints.planner.storage_fabric import plan_storage_fabric
 from blueprints.spec import AwsTarget, BaremetalTarget, GcpTarget, LabTarget, Requirements
 
 __all__ = ["plan"]
@@ -90,7 +91,8 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
         notes.append("serving p99 is watched by an alert; acceptance does not run inference load")
     bp = Blueprint(
         name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, target=plan_target(req),
-        hosts=host_groups(ctx, compute, storage), compute=compute, fabric=fabric, qos=qos, nccl=nccl,
+        hosts=host_groups(ctx, compute, storage), compute=compute, fabric=fabric,
+        storage_fabric=plan_storage_fabric(ctx, compute, storage), qos=qos, nccl=nccl,
         storage=storage, monitoring=monitoring, acceptance=acceptance, lab=lab, notes=tuple(notes),
     )
     return bp.model_copy(update={"spec_values": spec_values(bp, req)})

@@ -1,30 +1,60 @@
 """Fabric: RoCE, InfiniBand or EFA by target, and non-blocking fat-tree sizing from switch radix.
 
 A k-radix non-blocking fat tree connects k endpoints on one switch, k^2/2 with two tiers (leaf/spine)
-and k^3/4 with three (Al-Fares et al., SIGCOMM 2008; field-numbers section 5).
+and k^3/4 with three (Al-Fares et al., SIGCOMM 2008; field-numbers section 5). Each leaf gives half
+its ports to endpoints and half to uplinks.
+
+How the counts are made (field-numbers 10.2, DGX SuperPOD RA-11333-001 tables 3 and 4):
+
+- InfiniBand is built in whole scalable units (SU). One rail-leaf's k/2 down-ports serve one rail of
+  k/2 nodes, so an SU is k/2 node positions (32 on QM9700) and one leaf per rail. One position is
+  reserved for the fabric manager (UFM): 31 DGX in 1 SU, 63 in 2, 95 in 3, 127 in 4. A partial
+  system is designed "to support the full SU": positions round up to whole SUs.
+- RoCE rail-optimised designs round their leaves up to a multiple of the rails (one leaf per rail per
+  group); RoCE has no fabric-manager position.
+- Spines: the fewest spines, at least ceil(leaves x uplinks / k), that divide each leaf's k/2 uplinks
+  evenly (3 SU: 24 leaves x 32 uplinks need 12 spines; 32 does not divide by 12, so 16, 2 cables to
+  each). Above k leaves two tiers cannot reach every leaf: three tiers, spines = leaves (pods of k/2),
+  core = spines x (k/2) / k.
 """
 
 from __future__ import annotations
 
-from blueprints.blueprint import ComputePlan, FabricKind, FabricPlan, traced
+from blueprints.blueprint import ComputePlan, FabricKind, FabricPlan, Traced, traced
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.spec import BaremetalTarget
 
 GCP_VPC_MAX_MTU = 8896  # field-numbers 10.4 (cloud.google.com VPC MTU page)
+FABRIC_MANAGER_POSITIONS = 1  # UFM takes one node position of the IB fabric (field-numbers 10.2: 31 DGX in 1 SU)
 _CLOUD_FABRIC: dict[str, FabricKind] = {"aws": "efa", "gcp": "roce", "azure": "infiniband", "lab": "roce"}
 
 
-def fat_tree(endpoints: int, radix: int) -> tuple[int, int, int, int] | None:
-    """(tiers, leaf, spine, core) of a non-blocking fat tree, or None when 3 tiers are not enough."""
-    half = radix // 2
-    if endpoints <= radix:
-        return 1, 1, 0, 0
-    if endpoints <= radix * radix // 2:
-        return 2, ceil_div(endpoints, half), ceil_div(endpoints, radix), 0
-    if endpoints <= radix**3 // 4:
-        leaf = ceil_div(endpoints, half)
-        return 3, leaf, leaf, ceil_div(endpoints, radix)
+def balanced_tree(leaves: int, radix: int) -> tuple[int, int, int, int] | None:
+    """(tiers, spines, core, cables from each leaf to each spine) above ``leaves`` leaves; None past 3 tiers."""
+    up = radix // 2
+    if leaves <= 1:
+        return 1, 0, 0, 0
+    if leaves <= radix:
+        need = max(ceil_div(leaves * up, radix), 1)
+        spines = next(s for s in range(need, up + 1) if up % s == 0)
+        return 2, spines, 0, up // spines
+    if leaves <= radix * radix // 2:
+        return 3, leaves, ceil_div(leaves * up, radix), 1
     return None
+
+
+def ib_scalable_units(nodes: int, radix: int) -> tuple[int, int]:
+    """(SUs, node positions per SU) for ``nodes`` GPU nodes plus the fabric manager's position."""
+    su_nodes = radix // 2
+    return ceil_div(nodes + FABRIC_MANAGER_POSITIONS, su_nodes), su_nodes
+
+
+def _managed(kind_t: Traced[FabricKind], ep: Traced[int], rail_opt: Traced[bool], mtu: Traced[int],
+             provider: str) -> FabricPlan:
+    zero = traced(0, ["target.provider"], "fabric.provider_managed", f"{provider} runs the switches")
+    return FabricPlan(kind=kind_t, provider_managed=True, switch=None, radix=None, endpoints=ep,
+                      tiers=zero, leaf_switches=zero, spine_switches=zero, core_switches=zero,
+                      rail_optimized=rail_opt, ecmp=True, mtu=mtu)
 
 
 def plan_fabric(ctx: PlanContext, compute: ComputePlan) -> FabricPlan:
@@ -35,12 +65,13 @@ def plan_fabric(ctx: PlanContext, compute: ComputePlan) -> FabricPlan:
     else:
         kind = _CLOUD_FABRIC[target.provider]
         kind_t = traced(kind, ["target.provider"], "fabric.by_target", f"{target.provider} -> {kind}")
-    endpoints = compute.nodes.value * compute.rails.value
+    nodes, rails = compute.nodes.value, compute.rails.value
+    endpoints = nodes * rails
     ep = traced(endpoints, ["compute.gpus", "compute.accelerator"], "fabric.endpoints",
-                f"{compute.nodes.value} nodes x {compute.rails.value} rails = {endpoints}")
-    multi_gpu = compute.gpus_per_node > 1 and compute.rails.value > 1
+                f"{nodes} nodes x {rails} rails = {endpoints}")
+    multi_gpu = compute.gpus_per_node > 1 and rails > 1
     rail_opt = traced(multi_gpu or ctx.is_lab, ["compute.accelerator"], "fabric.rail_optimized_when_multi_gpu",
-                      f"{compute.gpus_per_node} GPUs and {compute.rails.value} rails per node")
+                      f"{compute.gpus_per_node} GPUs and {rails} rails per node")
     mtu_value = {"roce": 9000, "infiniband": 4096, "efa": 9001}[kind]
     mtu_rule, mtu_why = f"fabric.mtu_{kind}", ""
     if ctx.is_lab:
@@ -49,12 +80,8 @@ def plan_fabric(ctx: PlanContext, compute: ComputePlan) -> FabricPlan:
         # the stack's VPCs and the roles use this one value (field-numbers 10.4: GCP's VPC maximum)
         mtu_value, mtu_rule, mtu_why = GCP_VPC_MAX_MTU, "fabric.mtu_gcp_vpc_max", "GCP VPC maximum MTU (8896)"
     mtu = traced(mtu_value, ["target.provider"], mtu_rule, mtu_why)
-
     if ctx.is_cloud:
-        zero = traced(0, ["target.provider"], "fabric.provider_managed", f"{target.provider} runs the switches")
-        return FabricPlan(kind=kind_t, provider_managed=True, switch=None, radix=None, endpoints=ep,
-                          tiers=zero, leaf_switches=zero, spine_switches=zero, core_switches=zero,
-                          rail_optimized=rail_opt, ecmp=True, mtu=mtu)
+        return _managed(kind_t, ep, rail_opt, mtu, target.provider)
 
     family = "infiniband" if kind == "infiniband" else "ethernet"
     candidates = [s for s in ctx.catalog.switches.values()
@@ -64,29 +91,51 @@ def plan_fabric(ctx: PlanContext, compute: ComputePlan) -> FabricPlan:
         raise ctx.infeasible("target.fabric", f"no {family} switch in the catalog has {compute.rail_speed} ports "
                              f"for the {compute.node_type.value} rails")
     switch = max(candidates, key=lambda s: s.radix)
-    shape = fat_tree(endpoints, switch.radix)
-    if shape is None:
-        cap = switch.radix**3 // 4
-        raise ctx.infeasible("compute.gpus", f"gpus {compute.gpus} need {endpoints} fabric endpoints "
-                             f"({compute.nodes.value} nodes x {compute.rails.value} rails), more than a 3-tier fat "
-                             f"tree of {switch.name} connects (radix {switch.radix}: k^3/4 = {cap} endpoints)")
-    tiers, leaf, spine, core = shape
-    k = switch.radix
+    k, half = switch.radix, switch.radix // 2
     spec = ["compute.gpus", "target.fabric" if isinstance(target, BaremetalTarget) else "target.provider"]
+    sus: Traced[int] | None = None
+    fm: Traced[int] | None = None
+    if kind == "infiniband":
+        su, su_nodes = ib_scalable_units(nodes, k)
+        positions = nodes + FABRIC_MANAGER_POSITIONS
+        fm = traced(FABRIC_MANAGER_POSITIONS, spec, "fabric.fabric_manager_position",
+                    "one node position per fabric serves the subnet manager (UFM), as DGX SuperPOD reserves it")
+        sus = traced(su, spec, "fabric.whole_scalable_units",
+                     f"ceil(({nodes} nodes + {FABRIC_MANAGER_POSITIONS} UFM) / {su_nodes} per SU) = {su} SU "
+                     f"({su * su_nodes} positions, {su * su_nodes - positions} spare)")
+        leaf = su * rails
+        designed = su * su_nodes * rails
+        leaf_why = f"{su} SU x {rails} rails (one leaf per rail per SU) = {leaf}"
+    elif endpoints <= k:
+        leaf, designed, leaf_why = 1, k, f"{endpoints} endpoints fit one {k}-port switch"
+    else:
+        raw = ceil_div(endpoints, half)
+        leaf = ceil_div(raw, rails) * rails if rail_opt.value else raw
+        designed = leaf * half
+        leaf_why = (f"ceil({endpoints} / {half}) = {raw}, up to a multiple of {rails} rails = {leaf}"
+                    if rail_opt.value else f"ceil({endpoints} / {half}) = {leaf}")
+    shape = balanced_tree(leaf, k)
+    if shape is None:
+        cap = k**3 // 4
+        raise ctx.infeasible("compute.gpus", f"gpus {compute.gpus} need {endpoints} fabric endpoints "
+                             f"({nodes} nodes x {rails} rails), more than a 3-tier fat "
+                             f"tree of {switch.name} connects (radix {k}: k^3/4 = {cap} endpoints)")
+    tiers, spine, core, cables = shape
+    spine_why = {1: "none: one switch",
+                 2: f"fewest >= ceil({leaf} x {half} / {k}) dividing {half} uplinks = {spine} "
+                    f"({cables} cable(s) from each leaf to each spine)",
+                 3: f"= leaf = {spine} (3 tiers: pods of {half} leaves)"}[tiers]
     return FabricPlan(
-        kind=kind_t,
-        provider_managed=False,
-        switch=switch.name,
-        radix=k,
-        endpoints=ep,
+        kind=kind_t, provider_managed=False, switch=switch.name, radix=k, endpoints=ep,
         tiers=traced(tiers, spec, "fabric.fat_tree_tiers",
-                     f"{endpoints} endpoints; radix {k}: 1 tier <= {k}, 2 tiers <= {k * k // 2}, "
-                     f"3 tiers <= {k**3 // 4}"),
-        leaf_switches=traced(leaf, spec, "fabric.leaf", f"ceil({endpoints} / ({k}/2)) = {leaf}"),
-        spine_switches=traced(spine, spec, "fabric.spine",
-                              f"ceil({endpoints} / {k}) = {spine}" if tiers == 2 else f"= leaf = {spine}"),
-        core_switches=traced(core, spec, "fabric.core", f"ceil({endpoints} / {k}) = {core}" if core else "none"),
-        rail_optimized=rail_opt,
-        ecmp=tiers > 1,
-        mtu=mtu,
+                     f"{leaf} leaves; radix {k}: 1 tier = 1 leaf, 2 tiers <= {k} leaves, 3 tiers <= {k * k // 2}"),
+        leaf_switches=traced(leaf, spec, "fabric.leaf", leaf_why),
+        spine_switches=traced(spine, spec, "fabric.spine_balanced", spine_why),
+        core_switches=traced(core, spec, "fabric.core",
+                             f"{spine} spines x {half} uplinks / {k} = {core}" if core else "none"),
+        rail_optimized=rail_opt, ecmp=tiers > 1, mtu=mtu,
+        scalable_units=sus, fabric_manager_positions=fm,
+        designed_endpoints=traced(designed, spec, "fabric.designed_endpoints",
+                                  f"{leaf} leaves x {half} down-ports" if tiers > 1 else f"one {k}-port switch"),
+        leaf_spine_cables=cables,
     )

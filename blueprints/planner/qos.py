@@ -3,17 +3,32 @@
 Lossless RoCE convention (field-numbers 3.3): RoCE on priority 3 with DSCP 26 and DSCP trust, PFC on
 priority 3 only, CNPs on DSCP 48 / priority 6 (ConnectX firmware defaults, 3.2). The IP ToS byte every
 layer uses is DSCP << 2 with ECT(0) set: 26 << 2 | 2 = 106, the common NCCL_IB_TC value.
+
+Switch side (field-numbers 10.3): CNPs (priority 6) get strict priority, not an ETS share (Cumulus Linux's
+RoCE defaults: "Traffic class 6 (CNP) - Strict"); ECN marks the RoCE queue between NVIDIA's published
+absolute thresholds, 150 KB and 1500 KB (Onyx "roce" defaults; Cumulus "150000 bytes" / "1500000 bytes").
+The PFC watchdog uses SONiC's own defaults (sonic-net/sonic-utilities pfcwd/main.py: detection 200 ms,
+restoration 200 ms, polling 200 ms, action drop).
 """
 
 from __future__ import annotations
 
-from blueprints.blueprint import ECT0, DcqcnPlan, FabricPlan, QosPlan, traced
+from blueprints.blueprint import ECT0, DcqcnPlan, EcnThresholds, FabricPlan, PfcWatchdogPlan, QosPlan, traced
 from blueprints.planner.context import PlanContext
 
 ROCE_PRIORITY = 3
 ROCE_DSCP = 26
 CNP_DSCP = 48
 CNP_PRIORITY = 6
+ECN = EcnThresholds(
+    min_bytes=150_000, max_bytes=1_500_000,
+    source="NVIDIA RoCE defaults: Onyx 'roce' ECN absolute min 150 KB, max 1500 KB "
+           "(docs.nvidia.com/networking/display/onyxv3103004/roce+commands); Cumulus Linux 5.14 QoS page: "
+           "150000 / 1500000 bytes (field-numbers 10.3)")
+PFC_WATCHDOG = PfcWatchdogPlan(
+    detection_ms=200, restoration_ms=200, poll_ms=200, action="drop",
+    source="SONiC pfcwd defaults DEFAULT_DETECTION_TIME/RESTORATION_TIME/POLL_INTERVAL 200, DEFAULT_ACTION "
+           "'drop' (sonic-net/sonic-utilities pfcwd/main.py)")
 
 
 def traffic_class(dscp: int) -> int:
@@ -50,4 +65,6 @@ def plan_qos(ctx: PlanContext, fabric: FabricPlan) -> QosPlan:
         ecn=applies,
         traffic_class=traced(tc, spec, "qos.tos_from_dscp", f"{ROCE_DSCP} << 2 | ECT(0) = {tc}"),
         dcqcn=dcqcn,
+        ecn_thresholds=ECN,
+        pfc_watchdog=PFC_WATCHDOG,
     )

@@ -2,8 +2,9 @@
 
 Switches are outside Ansible's reach here, so the policy the NICs, NCCL and NVMe-oF already apply is
 handed over as a readable file: trust, the DSCP -> priority map, PFC per priority, ECN marking and the
-CNP class, each with where it came from. ECN marking thresholds are left to the switch vendor's
-default: no published figure was found (field-numbers has none), so none is invented.
+CNP class in strict priority, ECN marking thresholds and the PFC watchdog, each with where it came from
+(``qos.ecn_thresholds.source``, ``qos.pfc_watchdog.source``). The same plan as applyable NVUE and SONiC
+configuration: ``switch_vendor``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ import jinja2
 from blueprints.blueprint import Blueprint
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "switch_qos"
-ECN_THRESHOLDS = "switch vendor default"
-ECN_THRESHOLDS_WHY = ("no published ECN marking thresholds (Kmin/Kmax/Pmax) were found for these switches "
-                      "(field-numbers.md has none), so the plan keeps the vendor's RoCE defaults")
 
 
 def _env() -> jinja2.Environment:
@@ -34,13 +32,13 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
          "dscp": sorted(d for d, pr in q.switch_dscp_to_priority.items() if pr == p),
          "pfc": p in q.pfc_priorities,
          "ecn": p in q.dcqcn_priorities,
+         "scheduler": "strict" if p in q.strict_priorities else "switch default (ETS/DWRR)",
          "role": "RoCE (lossless)" if p == q.roce_priority.value
          else "CNP (congestion notifications)" if p == q.cnp_priority else ""}
         for p in range(8)
     ]
     text = _env().get_template("qos-policy.md.j2").render(
-        bp=bp, q=q, priorities=priorities, nvmeof_tos=nvmeof_tos, nccl_tc=nccl_tc,
-        ecn_thresholds=ECN_THRESHOLDS, ecn_thresholds_why=ECN_THRESHOLDS_WHY)
+        bp=bp, q=q, priorities=priorities, nvmeof_tos=nvmeof_tos, nccl_tc=nccl_tc)
     path = folder / "switch" / "qos-policy.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -12,7 +12,6 @@ from blueprints.blueprint import Blueprint
 from blueprints.errors import InfeasibleError
 from blueprints.loader import parse_requirements
 from blueprints.planner import plan
-from blueprints.planner.fabric import fat_tree
 from blueprints.planner.qos import traffic_class
 from blueprints.planner.storage import protection_options
 
@@ -37,23 +36,7 @@ def planned(doc: dict[str, Any]) -> Blueprint:
     return plan(parse_requirements(yaml.safe_dump(doc, sort_keys=False)))
 
 
-# fat tree: rows from the DGX SuperPOD RA tables and k^2/2, k^3/4 (field-numbers 5)
-@pytest.mark.parametrize(
-    ("endpoints", "radix", "expected"),
-    [
-        (64, 64, (1, 1, 0, 0)),
-        (256, 64, (2, 8, 4, 0)),  # SuperPOD 1 SU incl. UFM: 8 leaf, 4 spine
-        (1024, 64, (2, 32, 16, 0)),  # 4 SU: 32 leaf, 16 spine
-        (2048, 64, (2, 64, 32, 0)),  # 8 SU = k^2/2, the 2-tier limit
-        (2049, 64, (3, 65, 65, 33)),
-        (16384, 64, (3, 512, 512, 256)),  # 64 SU: 512 / 512 / 256
-        (65536, 64, (3, 2048, 2048, 1024)),  # k^3/4
-        (65537, 64, None),
-        (8192, 128, (2, 128, 64, 0)),
-    ],
-)
-def test_fat_tree(endpoints: int, radix: int, expected: tuple[int, int, int, int] | None) -> None:
-    assert fat_tree(endpoints, radix) == expected
+# fat-tree sizing against the SuperPOD tables: tests/unit/test_fabric_sizing.py
 
 
 @pytest.mark.parametrize(

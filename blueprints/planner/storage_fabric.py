@@ -1,0 +1,60 @@
+"""Storage fabric: its own leaf/spine tree for the GPU nodes' storage NICs and the storage nodes' NICs.
+
+DGX systems carry storage NICs apart from the compute rails (field-numbers 8: "DGX H100 storage NICs");
+the storage servers' NIC counts are catalog shapes (catalog/storage_servers.yaml). The tree is sized like
+the compute fabric's (balanced spines, fabric.balanced_tree) but is not rail-optimised and has no fabric
+manager position. Clouds: the provider's network; the lab: both rails carry storage and compute.
+"""
+
+from __future__ import annotations
+
+from blueprints.blueprint import ComputePlan, StorageFabricPlan, StoragePlan, traced
+from blueprints.planner.context import PlanContext, ceil_div
+from blueprints.planner.fabric import balanced_tree
+
+
+def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> StorageFabricPlan:
+    spec = ["compute.gpus", "data.training_set", "performance.storage.read_throughput"]
+    gpu_ports = compute.nodes.value * compute.storage_nics
+    parts = [f"{compute.nodes.value} GPU nodes x {compute.storage_nics} storage NICs"]
+    ports, speeds = gpu_ports, [compute.storage_nic_speed.value] if compute.storage_nics else []
+    for tier in storage.tiers:
+        srv = ctx.catalog.storage_servers.get(tier.server)
+        if srv is None or tier.nodes.value == 0:
+            continue
+        ports += tier.nodes.value * srv.nics
+        speeds.append(ctx.catalog.nics[srv.nic].speed.value)
+        parts.append(f"{tier.nodes.value} {tier.name} nodes x {srv.nics}")
+    ep = traced(ports, spec, "storage_fabric.endpoints", " + ".join(parts) + f" = {ports}")
+    if ctx.is_cloud or ctx.is_lab:
+        why = (f"{ctx.provider} provides the managed file system's network" if ctx.is_cloud
+               else "lab: both rails carry storage and compute")
+        zero = traced(0, ["target.provider"], "storage_fabric.not_separate", why)
+        return StorageFabricPlan(provider_managed=ctx.is_cloud, shared_with_compute=ctx.is_lab, switch=None,
+                                 endpoints=ep, tiers=zero, leaf_switches=zero, spine_switches=zero,
+                                 core_switches=zero)
+    fastest = max(speeds, default=compute.storage_nic_speed.value)
+    candidates = [s for s in ctx.catalog.switches.values() if s.fabric == "ethernet"
+                  and s.port_speed.value == fastest and not s.name.endswith("-lab")]
+    if not candidates:
+        raise ctx.infeasible("target.fabric", f"no ethernet switch in the catalog has {compute.storage_nic_speed} "
+                             "ports for the storage fabric")
+    switch = max(candidates, key=lambda s: s.radix)
+    k, half = switch.radix, switch.radix // 2
+    leaf = 1 if ports <= k else ceil_div(ports, half)
+    shape = balanced_tree(leaf, k)
+    if shape is None:
+        raise ctx.infeasible("compute.gpus", f"the storage fabric needs {ports} ports, more than a 3-tier fat tree "
+                             f"of {switch.name} connects (k^3/4 = {k**3 // 4})")
+    tiers, spine, core, cables = shape
+    return StorageFabricPlan(
+        provider_managed=False, switch=switch.name, radix=k, port_speed=str(switch.port_speed), endpoints=ep,
+        tiers=traced(tiers, spec, "storage_fabric.tiers", f"{leaf} leaves; radix {k}"),
+        leaf_switches=traced(leaf, spec, "storage_fabric.leaf", f"{ports} ports fit one {k}-port switch"
+                             if leaf == 1 else f"ceil({ports} / {half}) = {leaf}"),
+        spine_switches=traced(spine, spec, "storage_fabric.spine_balanced",
+                              f"fewest >= ceil({leaf} x {half} / {k}) dividing {half} uplinks = {spine}"
+                              if tiers == 2 else f"{spine}"),
+        core_switches=traced(core, spec, "storage_fabric.core", f"{core}" if core else "none"),
+        leaf_spine_cables=cables,
+    )
