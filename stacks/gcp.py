@@ -7,7 +7,8 @@ Each rail gets its own subnet in the RoCE VPC. Managed Lustre sits on the first 
 private services access on it: a VPC_PEERING range and a servicenetworking connection (Google Cloud
 Managed Lustre, "Configure a VPC network").
 
-a3-megagpu-8g uses GPUDirect-TCPXO (8 gVNIC data NICs on 8 VPCs, not RDMA): not built here.
+a3-megagpu-8g uses GPUDirect-TCPXO (8 gVNIC data NICs on 8 VPCs, not RDMA): not built here; the planner refuses it
+(blueprints/planner/compute.py), and the check below guards a Blueprint written by hand.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ class InstanceType(_Entry):
     provider: Literal["aws", "gcp", "azure"] = Field(description="Cloud")
     accelerator: str = Field(description="GPU catalog key")
     gpus_per_node: int = Field(gt=0, description="GPUs per instance")
-    network: Literal["efa", "roce", "infiniband"] = Field(description="GPU-to-GPU network technology")
+    network: Literal["efa", "roce", "infiniband", "tcpxo"] = Field(description="GPU-to-GPU network technology")
     rdma_interfaces: int = Field(gt=0, description="RDMA network interfaces per instance")
     network_bandwidth: Rate = Field(description="Aggregate GPU network bandwidth per instance")
     local_nvme: Size = Field(description="Instance-store NVMe")

@@ -88,7 +88,9 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
     if lab is not None:
         notes.append("lab: real kernels, emulated throughput; performance checks are informational")
     if req.performance.serving is not None:
-        notes.append("serving p99 is watched by an alert; acceptance does not run inference load")
+        notes.append("serving p99 (performance.serving.p99_latency) is not monitored: no exporter the design "
+                     "deploys measures request latency, so no alert reads it; acceptance does not run inference "
+                     "load")
     bp = Blueprint(
         name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, target=plan_target(req),
         hosts=host_groups(ctx, compute, storage), compute=compute, fabric=fabric,

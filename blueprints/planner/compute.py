@@ -4,9 +4,31 @@ from __future__ import annotations
 
 from blueprints.blueprint import ComputePlan, traced
 from blueprints.catalog import GpuServer, InstanceType
+from blueprints.errors import InfeasibleError
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.spec import LabTarget
 from blueprints.units import Rate
+
+# GPU networks the stacks build (stacks/aws.py EFA, stacks/gcp.py RoCE/MRDMA, stacks/azure.py InfiniBand). A catalog
+# type on any other network (GCP's GPUDirect-TCPXO on a3-megagpu-8g) is refused here, so that `build` never writes
+# a Pulumi program its stack refuses.
+BUILT_NETWORKS = ("efa", "roce", "infiniband")
+NETWORK_NAMES = {"tcpxo": "GPUDirect-TCPXO"}
+
+
+def _unbuilt(ctx: PlanContext, inst: InstanceType, path: str) -> InfeasibleError:
+    """The error for a catalog type whose GPU network no stack builds: names the types that would do."""
+    types = ctx.catalog.instance_types.values()
+    built = sorted((t.accelerator, t.name) for t in types if t.provider == ctx.provider and t.network in BUILT_NETWORKS)
+    offer = ", ".join(f"{gpu} ({name})" for gpu, name in built)
+    value = inst.name if path == "compute.instance_type" else inst.accelerator
+    return ctx.infeasible(
+        path,
+        f"{value!r} on target.provider {ctx.provider}: {inst.name} networks its GPUs with "
+        f"{NETWORK_NAMES.get(inst.network, inst.network)}, which clustersmith does not build; expected "
+        f"compute.accelerator one of the GPUs {ctx.provider}'s RDMA machine types in the catalog carry: {offer}, "
+        "or another target.provider",
+    )
 
 
 def _cloud_instance(ctx: PlanContext) -> InstanceType:
@@ -26,6 +48,8 @@ def _cloud_instance(ctx: PlanContext) -> InstanceType:
                 "compute.instance_type",
                 f"{chosen.name} carries {chosen.accelerator}, not compute.accelerator {req.compute.accelerator}",
             )
+        if chosen.network not in BUILT_NETWORKS:
+            raise _unbuilt(ctx, chosen, "compute.instance_type")
         return chosen
     fitting = [t for t in types.values() if t.provider == ctx.provider and t.accelerator == req.compute.accelerator]
     if not fitting:
@@ -33,7 +57,10 @@ def _cloud_instance(ctx: PlanContext) -> InstanceType:
             "compute.accelerator",
             f"no {ctx.provider} instance type in the catalog carries {req.compute.accelerator}",
         )
-    return max(fitting, key=lambda t: (t.network_bandwidth.value, t.name))
+    built = [t for t in fitting if t.network in BUILT_NETWORKS]
+    if not built:
+        raise _unbuilt(ctx, max(fitting, key=lambda t: t.name), "compute.accelerator")
+    return max(built, key=lambda t: (t.network_bandwidth.value, t.name))
 
 
 def _server(ctx: PlanContext) -> GpuServer:

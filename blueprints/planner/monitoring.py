@@ -67,8 +67,32 @@ PATH_LIVE = "fabric.nvme_path_live"
 LIVE_PATHS = "fabric.nvme_live_paths"
 PFC_PAUSES = "fabric.pfc_pause_rx_rate"
 CNPS = "fabric.cnp_sent_rate"
+DRAM_ACTIVE = "gpu.dram_active"
+XID = "gpu.xid_last"
+NVLINK_ERRORS = "gpu.nvlink_errors"
 _CLIENT_DISKS = 'role="gpu_client", device!~"dm-.*"'
 EXPORTER = "clustersmith-exporter"
+
+
+def _gpu_queries() -> list[Query]:
+    """What the GPU dashboard and alert read; every field is in the role's counters file
+    (roles/monitoring/files/dcgm-exporter-counters.csv), which dcgm-exporter is started with."""
+    nvlink = " + ".join(f"rate(DCGM_FI_DEV_NVLINK_{kind}_ERROR_COUNT_TOTAL[{{window}}])"
+                        for kind in ("CRC_FLIT", "CRC_DATA", "REPLAY", "RECOVERY"))
+    return [
+        Query(name=SM_ACTIVE, measures="mean SM activity of a node's GPUs",
+              expr="avg by (instance) (DCGM_FI_PROF_SM_ACTIVE)", unit="ratio",
+              source="dcgm-exporter: DCGM_FI_PROF_SM_ACTIVE"),
+        Query(name=DRAM_ACTIVE, measures="share of cycles each GPU's memory (HBM) interface is busy",
+              expr="max by (instance, gpu) (DCGM_FI_PROF_DRAM_ACTIVE)", unit="ratio",
+              source="dcgm-exporter: DCGM_FI_PROF_DRAM_ACTIVE"),
+        Query(name=XID, measures="the last XID error code each GPU reported (0: none)",
+              expr="max by (instance, gpu) (DCGM_FI_DEV_XID_ERRORS)", unit="code",
+              source="dcgm-exporter: DCGM_FI_DEV_XID_ERRORS"),
+        Query(name=NVLINK_ERRORS, measures="NVLink CRC, replay and recovery errors per second, per GPU",
+              expr=f"sum by (instance, gpu) ({nvlink})", window="5m", unit="1/s",
+              source="dcgm-exporter: DCGM_FI_DEV_NVLINK_{CRC_FLIT,CRC_DATA,REPLAY,RECOVERY}_ERROR_COUNT_TOTAL"),
+    ]
 
 
 def _storage_queries() -> list[Query]:
@@ -275,9 +299,7 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
 
     queries = _storage_queries() + _fabric_queries(storage)
     if has_gpu:
-        queries.append(Query(name=SM_ACTIVE, measures="mean SM activity of a node's GPUs",
-                             expr="avg by (instance) (DCGM_FI_PROF_SM_ACTIVE)", unit="ratio",
-                             source="dcgm-exporter: DCGM_FI_PROF_SM_ACTIVE"))
+        queries += _gpu_queries()
     named = _by_name(queries)
     recording, alerts = _storage_rules(ctx, compute, storage, named)
     fabric_recording, fabric_alerts = _fabric_rules(compute, storage, named)
@@ -290,13 +312,6 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
             "and on (instance) max by (instance) (DCGM_FI_DEV_FB_USED) > 0",
             SM_UTIL_FLOOR, "ratio", "30m", "warning", ["compute.gpus"], "alert.sm_util_floor",
             "SM active < 70 % with frame buffer in use", "dcgm-exporter: DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_FB_USED"))
-    if perf.serving is not None:
-        p99 = perf.serving.p99_latency
-        alerts.append(_rule(
-            "ServingLatencyP99High", "serving", f"Serving p99 above the {p99} target",
-            "histogram_quantile(0.99, sum by (le) (rate(serving_request_duration_seconds_bucket[5m]))) > {threshold}",
-            p99.value, "s", "5m", "critical", ["performance.serving.p99_latency"], "alert.serving_p99",
-            f"p99 > {p99.quantity}", "the serving application's own request-duration histogram"))
 
     lat = perf.storage.latency_p99.value
     buckets = tuple(sorted({float(f"{b:.12g}") for b in (*LATENCY_BOUNDS, lat)}))  # 100us is 1.0000000000000002e-4

@@ -1,8 +1,9 @@
 """Grafana dashboards built in code with Grafana's own Python SDK (grafana-foundation-sdk).
 
 ``storage``: I/O heatmap by device and the small-read latency distribution; ``fabric``: rail round-trip
-p99, rail and NVMe-oF path health; ``gpu`` (GPU clusters only): SM activity; ``targets``: one row per
-spec target with the target next to what is measured. Targets and thresholds are the Blueprint's.
+p99, rail and NVMe-oF path health; ``gpu`` (GPU clusters only): SM activity, HBM activity, NVLink and XID
+errors; ``targets``: one row per spec target with the target next to what is measured.
+Targets and thresholds are the Blueprint's.
 """
 
 from __future__ import annotations
@@ -108,14 +109,28 @@ def fabric(bp: Blueprint) -> db.Dashboard:
 
 
 def gpu(bp: Blueprint) -> db.Dashboard:
-    floor = next(a.threshold for a in bp.monitoring.alerts if a.name == "GpuSmUtilisationLow")
+    mon = bp.monitoring
+    floor = next(a.threshold for a in mon.alerts if a.name == "GpuSmUtilisationLow")
     d = _new(bp, "gpu", "GPU utilisation")
     d = d.with_row(db.Row("SM activity"))
     d = d.with_panel(
         timeseries.Panel().title(f"SM active per node (alert below {floor:.0%})")
-        .with_target(_query(bp.monitoring.query("gpu.sm_active").series, "{{instance}}"))
+        .with_target(_query(mon.query("gpu.sm_active").series, "{{instance}}"))
         .unit("percentunit").min(0).max(1).thresholds(_thresholds(floor, good_below=False))
         .span(24).height(10))
+    d = d.with_row(db.Row("Memory and errors"))
+    d = d.with_panel(
+        timeseries.Panel().title("HBM (DRAM) active per GPU")
+        .with_target(_query(mon.query("gpu.dram_active").series, "{{instance}} GPU {{gpu}}"))
+        .unit("percentunit").min(0).max(1).span(12).height(8))
+    d = d.with_panel(
+        timeseries.Panel().title("NVLink errors /s per GPU (CRC, replay, recovery)")
+        .with_target(_query(mon.query("gpu.nvlink_errors").series, "{{instance}} GPU {{gpu}}"))
+        .unit("short").min(0).span(12).height(8))
+    d = d.with_panel(
+        statetimeline.Panel().title("Last XID error per GPU (0: none)")
+        .with_target(_query(mon.query("gpu.xid_last").series, "{{instance}} GPU {{gpu}}"))
+        .thresholds(_thresholds(1, good_below=True)).span(24).height(8))
     return d
 
 

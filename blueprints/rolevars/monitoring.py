@@ -45,6 +45,9 @@ class MonitoringVars(RoleVars):
         default=["datacenter-gpu-manager-exporter", "dcgm-exporter"],
         description="Names dcgm-exporter is packaged under (NVIDIA's CUDA repository, Microsoft's); first found wins")
     monitoring_dcgm_service: str = Field(default="nvidia-dcgm-exporter", description="systemd unit of dcgm-exporter")
+    monitoring_dcgm_collectors_file: str = Field(
+        default="/etc/dcgm-exporter/clustersmith-counters.csv",
+        description="Where the role installs files/dcgm-exporter-counters.csv, named by DCGM_EXPORTER_COLLECTORS")
     monitoring_probe_reads: int = Field(
         default=32, ge=0, description="Timed 4 KiB O_DIRECT reads per NVMe-oF namespace and exporter run (0: off)")
 

@@ -195,19 +195,6 @@ def sm_util(bp: Blueprint, a: AlertRule) -> Case:
     return Case(a, gpu(a.threshold - 0.005), gpu(a.threshold + 0.005), {"instance": INSTANCE}, _minutes(a.for_) + 3)
 
 
-def serving_p99(bp: Blueprint, a: AlertRule) -> Case:
-    t = a.threshold
-    n = _steps(5 + _minutes(a.for_) + 5)
-
-    def hist(slow_share: float) -> list[dict[str, str]]:
-        total, name = 1000, "serving_request_duration_seconds_bucket"
-        return [series(name, {"le": f"{t:.12g}"}, f"0+{total * (1 - slow_share):.12g}x{n}"),
-                series(name, {"le": f"{2 * t:.12g}"}, f"0+{total}x{n}"),
-                series(name, {"le": "+Inf"}, f"0+{total}x{n}")]
-
-    return Case(a, hist(0.02), hist(0.005), {}, 5 + _minutes(a.for_) + 3)
-
-
 BUILDERS: dict[str, Callable[[Blueprint, AlertRule], Case]] = {
     "StorageReadLatencyP99High": latency_p99,
     "StorageThroughputJitterHigh": jitter,
@@ -219,7 +206,6 @@ BUILDERS: dict[str, Callable[[Blueprint, AlertRule], Case]] = {
     "CnpRateHigh": baseline("clustersmith_rdma_cnp_sent_total", {"instance": INSTANCE, "device": "mlx5_0",
                                                                  "port": "1"}),
     "GpuSmUtilisationLow": sm_util,
-    "ServingLatencyP99High": serving_p99,
 }
 
 

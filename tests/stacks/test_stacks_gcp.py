@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from blueprints.blueprint import Blueprint
+from blueprints.errors import InfeasibleError
 from blueprints.loader import load_requirements
 from stacks.config import StackConfig
 from stacks.model import StackError
@@ -79,8 +80,20 @@ def test_missing_project_is_a_clear_error(recsys: Blueprint) -> None:
         construct(recsys, StackConfig(ssh_public_key=SSH_KEY))
 
 
-def test_tcpxo_machine_type_is_refused_by_name() -> None:
-    bp = blueprint_of(example("recsys-inference.yaml", compute__accelerator="H100-SXM",
-                              compute__instance_type="a3-megagpu-8g", target__project="p"))
+def test_tcpxo_machine_type_is_refused_at_plan_time_with_the_rdma_alternatives() -> None:
+    with pytest.raises(InfeasibleError) as err:
+        blueprint_of(example("recsys-inference.yaml", compute__accelerator="H100-SXM",
+                             compute__instance_type="a3-megagpu-8g", target__project="p"))
+    (problem,) = err.value.problems
+    assert problem.path == "compute.instance_type"
+    assert problem.message.startswith("'a3-megagpu-8g' on target.provider gcp: a3-megagpu-8g networks its GPUs with "
+                                      "GPUDirect-TCPXO, which clustersmith does not build")
+    assert "B200 (a4-highgpu-8g), H200 (a3-ultragpu-8g)" in problem.message
+
+
+def test_the_stack_still_refuses_a_tcpxo_blueprint_written_by_hand(recsys: Blueprint) -> None:
+    compute = recsys.compute.model_copy(update={
+        "node_type": recsys.compute.node_type.model_copy(update={"value": "a3-megagpu-8g"})})
     with pytest.raises(StackError, match="GPUDirect-TCPXO"):
-        construct(bp)
+        construct(recsys.model_copy(update={"compute": compute}),
+                  StackConfig(ssh_public_key=SSH_KEY, project="clustersmith-test"))

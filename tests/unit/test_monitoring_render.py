@@ -79,7 +79,7 @@ def test_spec_targets_become_the_alert_thresholds(example: Path) -> None:
     else:
         assert "NvmeofPathDown" not in alerts
     assert ("GpuSmUtilisationLow" in alerts) == (bp.lab is None)
-    assert ("ServingLatencyP99High" in alerts) == (asked.serving is not None)
+    assert "ServingLatencyP99High" not in alerts  # nothing the design deploys measures serving latency
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)

@@ -76,8 +76,10 @@ def test_one_qos_plan_feeds_every_layer() -> None:
     ],
 )
 def test_fabric_by_target(provider_block: dict[str, str], kind: str, managed: bool) -> None:
-    # targets every cloud's managed file system can hold (Azure Managed Lustre lists at most 128 TiB per tier)
-    bp = planned(spec(target=provider_block, performance__storage__latency_p99="<2ms",
+    # targets every cloud's managed file system can hold (Azure Managed Lustre lists at most 128 TiB per tier);
+    # GCP builds RDMA machine types only (H100 there is a3-megagpu-8g's TCPXO, refused): plan its H200
+    gpu = {"compute__accelerator": "H200"} if provider_block["provider"] == "gcp" else {}
+    bp = planned(spec(target=provider_block, **gpu, performance__storage__latency_p99="<2ms",
                       performance__storage__read_throughput=">=50GB/s",
                       performance__storage__write_throughput=">=10GB/s",
                       data__training_set="50TB", data__validation_set="5TB"))
