@@ -88,6 +88,7 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
         notes.append("lab: real kernels, emulated throughput; performance checks are informational")
     if req.performance.serving is not None:
         notes.append("serving p99 is watched by an alert; acceptance does not run inference load")
+    notes.extend(nccl.notes)
     bp = Blueprint(
         name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, target=plan_target(req),
         hosts=host_groups(ctx, compute, storage), compute=compute, fabric=fabric, qos=qos, nccl=nccl,
