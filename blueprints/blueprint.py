@@ -223,10 +223,16 @@ class EnvVar(_Frozen):
 
 
 class NcclPlan(_Frozen):
-    env: tuple[EnvVar, ...] = Field(description="Environment for every rank")
-    degraded_env: tuple[EnvVar, ...] = Field(description="Overrides of the degraded profile (Ring)")
+    env: tuple[EnvVar, ...] = Field(description="Node-wide environment of every rank (NCCL_IB_HCA is per host)")
+    degraded_env: tuple[EnvVar, ...] = Field(
+        description="Job-level degraded profile (/etc/clustersmith/nccl/degraded.env): AllReduce on Ring")
+    ib_hca_rails: Traced[tuple[int, ...]] = Field(
+        description="Compute rails whose discovered RDMA devices NCCL_IB_HCA names, per host; empty: not set")
     gpudirect_rdma: Traced[bool]
     in_network_reduction: Traced[Literal["none", "sharp", "nvls"]]
+    algorithm_expectation: Traced[str] = Field(
+        description="What NCCL is expected to choose; acceptance reports it as information, never pass/fail")
+    notes: tuple[str, ...] = Field(default=(), description="Provider settings no stored document covers")
 
 
 # storage -----------------------------------------------------------------------------------------

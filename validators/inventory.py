@@ -12,7 +12,6 @@ from pathlib import Path
 import ansible_runner
 from pydantic import BaseModel, ConfigDict, Field
 
-from blueprints.blueprint import Blueprint
 from blueprints.errors import ClusterSmithError, Problem
 
 
@@ -73,10 +72,13 @@ def load_inventory(path: Path) -> Inventory:
     return Inventory(path=str(path), groups=groups, hosts=hosts)
 
 
-def rdma_devices(bp: Blueprint) -> list[str]:
-    """RDMA device per rail, in rail order, from the NCCL plan's NCCL_IB_HCA (``=mlx5_0:1,mlx5_1:1`` style)."""
-    hca = next((e.value for e in bp.nccl.env if e.name == "NCCL_IB_HCA"), "")
-    return [d.split(":")[0] for d in hca.lstrip("=^").split(",") if d]
+def rdma_record(text: str) -> dict[int, dict[str, object]]:
+    """Rail index -> the RDMA device, port and RoCE v2 GID index the rdma role found on a host (its
+    /etc/ansible/facts.d/rdma.fact); empty where the host has none."""
+    if not text.strip():
+        return {}
+    rails = json.loads(text).get("rails", [])
+    return {int(r["index"]): r for r in rails if isinstance(r, dict) and "device" in r}
 
 
 def dump(inv: Inventory) -> str:

@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 import ansible_runner
 
 from blueprints.blueprint import Blueprint, Check, FioWorkload
-from validators.inventory import Inventory, rdma_devices
+from validators.inventory import Inventory, rdma_record
 from validators.safety import WritePlan
 
 PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
@@ -74,6 +74,7 @@ class Runner:
         self.setup_errors: dict[str, dict[str, str]] = {}
         self.notes: dict[str, list[str]] = {}
         self.fio_window: tuple[float, float] | None = None  # wall-clock start and end of the fio workloads
+        self.rdma: dict[str, dict[int, dict[str, Any]]] = {}  # host -> rail -> what the rdma role recorded
 
     # -- plumbing ----------------------------------------------------------------------------------------
 
@@ -137,6 +138,9 @@ class Runner:
         facts = {h: {"gpus": int(o.ok.get("Find the GPUs the NVIDIA driver exposes", [{}])[0].get("matched", 0)),
                      "rails": len(self.inventory.hosts[h].rails)} for h, o in outcomes.items() if o.problem is None}
         self._write("host-facts.json", text=json.dumps(facts, indent=2))
+        for h, o in outcomes.items():
+            record = o.ok.get("Read the rails record of the rdma role", [{}])[0].get("content")
+            self.rdma[h] = rdma_record(base64.b64decode(record).decode() if record else "")
         self._record(["nccl.allreduce_busbw"], outcomes)
 
     def fio(self, workload: FioWorkload, checks: list[Check], write: WritePlan) -> None:
@@ -184,17 +188,15 @@ class Runner:
         """Every client against a storage target, rail by rail; a target serves one client at a time."""
         clients = self.inventory.group("gpu_clients")
         servers = self.inventory.group("storage_targets") or clients[-1:]
-        devices = rdma_devices(self.bp)
         rails = sorted({r.index for h in clients for r in self.inventory.hosts[h].rails})
         for rail in rails:
-            device = devices[rail] if rail < len(devices) else f"rail{rail}"
             queue = [c for c in clients if c not in servers]
             while queue:
                 wave = dict(zip(queue[: len(servers)], servers, strict=False))
                 queue = queue[len(servers):]
-                self._perftest_wave(check, tool, args, duration_s, rail, device, wave)
+                self._perftest_wave(check, tool, args, duration_s, rail, wave)
 
-    def _perftest_wave(self, check: Check, tool: str, args: list[str], duration_s: int, rail: int, device: str,
+    def _perftest_wave(self, check: Check, tool: str, args: list[str], duration_s: int, rail: int,
                        wave: dict[str, str], attempt: int = 1) -> None:
         """One wave of pairs; a pair whose client failed is measured once more, servers restarted, and the first
         attempt's failure kept as a note. A perftest server serves one connection and exits, so the client's own
@@ -205,9 +207,17 @@ class Runner:
             if address is None:
                 self.setup_errors.setdefault(check.id, {})[client] = f"{server} has no address on rail {rail}"
                 continue
-            entry = {"device": device, "port": PERFTEST_PORT + rail, "address": address}
-            pairs[client] = entry
-            pairs[server] = entry
+            found = {h: self.rdma.get(h, {}).get(rail) for h in (client, server)}
+            if not all(found.values()):
+                host = next(h for h, f in found.items() if not f)
+                self.setup_errors.setdefault(check.id, {})[client] = (
+                    f"{host} has no RDMA device recorded for rail {rail} (/etc/ansible/facts.d/rdma.fact: "
+                    f"run the rdma role)")
+                continue
+            for host, f in found.items():
+                gid = f.get("gid_index") if f else None
+                pairs[host] = {"device": f["device"] if f else "", "port": PERFTEST_PORT + rail, "address": address,
+                               "gid": [] if gid is None else ["-x", str(gid)]}
         clients = [c for c in wave if c in pairs]
         servers = sorted({wave[c] for c in clients})
         timeout = duration_s + 60
@@ -231,7 +241,7 @@ class Runner:
                 first = outcomes[client].retried[0] if outcomes[client].retried else why
                 self.notes.setdefault(check.id, []).append(
                     f"{client}: first attempt failed (rail {rail} to {wave[client]}: {first}); measured again")
-            self._perftest_wave(check, tool, args, duration_s, rail, device, {c: wave[c] for c in ran}, attempt + 1)
+            self._perftest_wave(check, tool, args, duration_s, rail, {c: wave[c] for c in ran}, attempt + 1)
         for client, why in failed.items():
             self.setup_errors.setdefault(check.id, {})[client] = f"rail {rail} to {wave[client]}: {why}"
 

@@ -91,6 +91,7 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
         notes.append("serving p99 (performance.serving.p99_latency) is not monitored: no exporter the design "
                      "deploys measures request latency, so no alert reads it; acceptance does not run inference "
                      "load")
+    notes.extend(nccl.notes)
     bp = Blueprint(
         name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, target=plan_target(req),
         hosts=host_groups(ctx, compute, storage), compute=compute, fabric=fabric,

@@ -1,8 +1,9 @@
 """Variables of the ``nccl`` role: the Blueprint's NCCL environment, its degraded profile, GPUDirect and INR.
 
-``nccl_env`` is the Blueprint's NCCL environment (``nccl.env`` as planned, and NCCL_IB_TC from the QoS plan);
-``nccl_degraded_env`` the overrides of the Ring profile an operator switches to with
-``nccl_profile: degraded``. GPUDirect RDMA and in-network reduction follow the Blueprint's
+``nccl_env`` is the Blueprint's node-wide NCCL environment (``nccl.env`` as planned, and NCCL_IB_TC from the QoS
+plan); NCCL_IB_HCA is not in it: the role writes it per host from the RDMA devices the rdma role found behind the
+compute rails ``nccl_ib_hca_rails`` names. ``nccl_degraded_env`` is the job-level degraded profile the role
+writes to /etc/clustersmith/nccl/degraded.env. GPUDirect RDMA and in-network reduction follow the Blueprint's
 ``nccl.gpudirect_rdma`` and ``nccl.in_network_reduction``.
 """
 
@@ -19,18 +20,19 @@ from blueprints.rolevars import Group, RoleVars
 class EnvEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$", description="Environment variable, e.g. NCCL_IB_HCA")
+    name: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$", description="Environment variable, e.g. NCCL_IB_TC")
     value: str = Field(description="Its value, as NCCL reads it")
 
 
 class NcclVars(RoleVars):
     ROLE = "nccl"
 
-    nccl_env: list[EnvEntry] = Field(description="NCCL environment of every rank (nccl.env)")
-    nccl_degraded_env: list[EnvEntry] = Field(description="Overrides of the degraded profile (nccl.degraded_env)")
-    nccl_profile: Literal["default", "degraded"] = Field(
-        default="default", description="Which profile /etc/nccl.conf holds; degraded: Ring, for a fabric in trouble")
-    nccl_hcas: list[str] = Field(description="HCAs NCCL_IB_HCA names; each must exist on the host")
+    nccl_env: list[EnvEntry] = Field(description="Node-wide NCCL environment of every rank (nccl.env)")
+    nccl_degraded_env: list[EnvEntry] = Field(
+        description="Job-level degraded profile, /etc/clustersmith/nccl/degraded.env (nccl.degraded_env)")
+    nccl_ib_hca_rails: list[int] = Field(
+        description="Compute rails whose RDMA devices, as the rdma role recorded them, NCCL_IB_HCA names "
+                    "(nccl.ib_hca_rails); empty: NCCL_IB_HCA is not set")
     nccl_gpudirect_rdma: bool = Field(description="Load nvidia_peermem for GPUDirect RDMA (nccl.gpudirect_rdma)")
     nccl_in_network_reduction: Literal["none", "sharp", "nvls"] = Field(
         description="SHARP/CollNet on InfiniBand, NVLS on NVSwitch systems, or none (nccl.in_network_reduction)")
@@ -44,23 +46,11 @@ class NcclVars(RoleVars):
     nccl_home: str = Field(default="/usr", description="NCCL installation (needs include/nccl.h)")
 
 
-def hcas(value: str) -> list[str]:
-    """Devices an NCCL_IB_HCA value asks for ('=' exact-match prefix and ':port' suffixes dropped).
-
-    A '^' list names devices to exclude, so it asks for none.
-    """
-    if value.startswith("^"):
-        return []
-    return [item.split(":")[0] for item in value.lstrip("=").split(",") if item]
-
-
 def nccl_vars(bp: Blueprint) -> NcclVars:
-    env = [EnvEntry(name=v.name, value=v.value) for v in bp.nccl_environment()]
-    hca = next((v.value for v in env if v.name == "NCCL_IB_HCA"), "")
     return NcclVars(
-        nccl_env=env,
+        nccl_env=[EnvEntry(name=v.name, value=v.value) for v in bp.nccl_environment()],
         nccl_degraded_env=[EnvEntry(name=v.name, value=v.value) for v in bp.nccl.degraded_env],
-        nccl_hcas=hcas(hca),
+        nccl_ib_hca_rails=list(bp.nccl.ib_hca_rails.value),
         nccl_gpudirect_rdma=bp.nccl.gpudirect_rdma.value,
         nccl_in_network_reduction=bp.nccl.in_network_reduction.value,
     )

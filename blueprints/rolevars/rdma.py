@@ -1,4 +1,4 @@
-"""Variables of the ``rdma`` role: RoCE on every rail NIC, from the Blueprint's fabric and NCCL plan.
+"""Variables of the ``rdma`` role: RoCE on every rail NIC, from the Blueprint's fabric and QoS plan.
 
 Also defines the inventory's per-host ``rails`` entry (:class:`InventoryRail`), which every data-path
 role reads: ``clustersmith lab up`` writes it with real names and addresses, the ansible renderer
@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from blueprints.blueprint import Blueprint
 from blueprints.rolevars import Group, RoleVars
 
-DEFAULT_ROCE_V2_GID_INDEX = 3  # field-numbers 3.3: the RoCE v2 IPv4 GID is usually index 3 on ConnectX
+# Soft-RoCE puts the RoCE v2 GID of the rail's IPv4 address at index 1 (index 0: the RoCE v2 link-local GID),
+# as measured in the lab (roles/rdma/molecule/default: GID check and its negative test at index 0).
+SOFT_ROCE_V2_IPV4_GID_INDEX = 1
 
 
 class InventoryRail(BaseModel):
@@ -43,17 +45,18 @@ class RdmaVars(RoleVars):
     rdma_roce_tos: int = Field(
         ge=0, le=255, description="RDMA-CM default ToS of each rail device, as cma_roce_tos sets it "
                                   "(qos.traffic_class; RoCE fabrics)")
-    rdma_gid_index: int = Field(ge=0, description="GID index of the rail's RoCE v2 IPv4 GID (NCCL_IB_GID_INDEX)")
+    rdma_gid_index: int = Field(
+        default=-1, ge=-1, description="GID index that must hold the rail's RoCE v2 IPv4 GID (the lab's Soft-RoCE: "
+                                       "1); -1, as NCCL's own default: found in each device's GID table, recorded")
     rdma_mtu: int = Field(ge=576, le=9216, description="MTU of every rail NIC (fabric.mtu)")
     rdma_rails: tuple[InventoryRail, ...] | None = Field(
         default=None, description="Rail NICs of this host; unset: the inventory's per-host `rails` list")
 
 
-def gid_index(bp: Blueprint) -> int:
-    for env in bp.nccl.env:
-        if env.name == "NCCL_IB_GID_INDEX":
-            return int(env.value)
-    return DEFAULT_ROCE_V2_GID_INDEX
+def gid_index(bp: Blueprint) -> int | None:
+    """The lab's Soft-RoCE index, checked on the host; elsewhere none is assumed (ConnectX numbering varies:
+    field-numbers 3.3 "usually index 3"), the role finds it in the GID table and records it."""
+    return SOFT_ROCE_V2_IPV4_GID_INDEX if bp.lab is not None and bp.fabric.kind.value == "roce" else None
 
 
 def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
@@ -61,13 +64,14 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
     kind = bp.fabric.kind.value
     if kind == "efa":
         return {}
+    gid = gid_index(bp)
     return {
         "all": RdmaVars(
             rdma_fabric=kind,
             rdma_soft_roce=bp.lab is not None,
             rdma_roce_mode="RoCE v2",
             rdma_roce_tos=bp.qos.traffic_class.value,
-            rdma_gid_index=gid_index(bp),
             rdma_mtu=bp.fabric.mtu.value,
+            **({"rdma_gid_index": gid} if gid is not None else {}),
         )
     }

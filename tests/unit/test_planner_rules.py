@@ -39,15 +39,49 @@ def planned(doc: dict[str, Any]) -> Blueprint:
 # fat-tree sizing against the SuperPOD tables: tests/unit/test_fabric_sizing.py
 
 
-@pytest.mark.parametrize(
-    ("gpus", "nodes", "algo"), [(8, 1, "Ring"), (64, 8, "Ring"), (72, 9, "Tree"), (512, 64, "Tree")]
-)
-def test_nodes_and_nccl_algo(gpus: int, nodes: int, algo: str) -> None:
+FORCED = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_NET_GDR_LEVEL",
+          "NCCL_IB_GID_INDEX", "NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "NCCL_IB_HCA"}
+
+
+@pytest.mark.parametrize(("gpus", "nodes"), [(8, 1), (64, 8), (72, 9), (512, 64)])
+def test_nodes_and_no_forced_nccl_choice(gpus: int, nodes: int) -> None:
     bp = planned(spec(compute__gpus=gpus, performance__storage__read_throughput=">=10GB/s"))
     assert bp.compute.nodes.value == nodes
-    env = {e.name: e.value for e in bp.nccl.env}
-    assert env["NCCL_ALGO"] == algo
-    assert {e.name: e.value for e in bp.nccl.degraded_env}["NCCL_ALGO"] == "Ring"
+    assert not FORCED & {e.name for e in bp.nccl_environment()}
+    assert f"AllReduce on {gpus} GPUs" in bp.nccl.algorithm_expectation.value
+    (algo,) = bp.nccl.degraded_env
+    assert algo.name == "NCCL_ALGO" and algo.value.endswith(";allreduce:ring")
+    assert ":" not in algo.value.split(";")[0]  # a default list for every other collective
+
+
+@pytest.mark.parametrize(("provider_block", "instance", "env", "note"), [
+    ({"provider": "aws", "region": "us-east-1"}, None, {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"},
+     "aws-ofi-nccl plugin"),
+    ({"provider": "gcp", "region": "us-central1"}, "a3-ultragpu-8g", {"NCCL_NET": "gIB"}, "set_nccl_env.sh"),
+    ({"provider": "gcp", "region": "us-central1"}, "a4-highgpu-8g", {"NCCL_NET": "gIB"}, "set_nccl_env.sh"),
+    ({"provider": "azure", "region": "eastus"}, "Standard_ND96isr_H100_v5",
+     {"NCCL_TOPO_FILE": "/opt/microsoft/ndv5/topo.xml"}, None),
+    ({"provider": "azure", "region": "eastus"}, "Standard_ND96isr_H200_v5", {}, "NCCL_TOPO_FILE is not set"),
+])
+def test_provider_nccl_settings_cite_their_document(provider_block: dict[str, str], instance: str | None,
+                                                    env: dict[str, str], note: str | None) -> None:
+    changes: dict[str, Any] = {"target": provider_block, "performance__storage__latency_p99": "<2ms",
+                               "performance__storage__read_throughput": ">=50GB/s",
+                               "performance__storage__write_throughput": ">=10GB/s",
+                               "data__training_set": "50TB", "data__validation_set": "5TB"}
+    if instance is not None:
+        changes["compute__instance_type"] = instance
+        changes["compute__accelerator"] = {"a3-ultragpu-8g": "H200", "a4-highgpu-8g": "B200",
+                                           "Standard_ND96isr_H200_v5": "H200"}.get(instance, "H100-SXM")
+    bp = planned(spec(**changes))
+    got = {e.name: e for e in bp.nccl.env}
+    for name, value in env.items():
+        assert got[name].value == value
+        assert any(s in got[name].derived_from.formula for s in ("docs.aws", "sagemaker", "cluster-toolkit",
+                                                                  "azhpc-images"))
+    if note is not None:
+        assert any(note in n for n in bp.notes)
+    assert not bp.nccl.ib_hca_rails.value if "NCCL_NET" in env or "FI_PROVIDER" in env else True
 
 
 @pytest.mark.parametrize(("dscp", "tos"), [(26, 106), (24, 98), (0, 2)])
@@ -160,7 +194,7 @@ def test_lab_checks_are_informational_and_lab_plan_matches_target() -> None:
     assert [r.subnet for r in bp.lab.rails] == ["10.77.0.0/24", "10.77.1.0/24"]
     perf = [c for c in bp.acceptance.checks if c.id.startswith("storage.") and c.id != "storage.mixed"]
     assert perf and all(c.severity == "info" for c in perf)
-    assert {e.name: e.value for e in bp.nccl.env}["NCCL_IB_HCA"] == "rxe0,rxe1"
+    assert bp.nccl.ib_hca_rails.value == (0, 1)  # NCCL_IB_HCA per host from the devices the rdma role finds
 
 
 def test_the_lab_exporter_refreshes_less_often_than_real_hosts() -> None:
@@ -188,5 +222,7 @@ def test_in_network_reduction_comes_from_the_catalog(accelerator: str, fabric: s
     bp = planned(spec(compute__accelerator=accelerator, target__fabric=fabric))
     assert bp.nccl.in_network_reduction.value == expected
     env = {v.name for v in bp.nccl.env}
-    assert {"NCCL_COLLNET_ENABLE", "NCCL_NVLS_ENABLE"} & env == ({variable} if variable else set())
+    assert not {"NCCL_COLLNET_ENABLE", "NCCL_NVLS_ENABLE"} & env  # expected, never forced node-wide (10.1)
     assert "catalog" in bp.nccl.in_network_reduction.derived_from.formula
+    if variable:
+        assert variable in bp.nccl.in_network_reduction.derived_from.formula

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import yaml
 from test_roles_pfc_argspec import dump_spec
 
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.rolevars import argument_spec
-from blueprints.rolevars.nccl import NcclVars, hcas, role_vars
+from blueprints.rolevars.nccl import NcclVars, role_vars
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_FILE = REPO / "roles" / "nccl" / "meta" / "argument_specs.yml"
-SHORT = "NCCL configuration, degraded profile, GPUDirect RDMA and nccl-tests from the Blueprint"
+SHORT = "NCCL configuration, job-level degraded profile, GPUDirect RDMA and nccl-tests from the Blueprint"
 HEADER = "---\n# Generated from blueprints/rolevars/nccl.py (NcclVars); tests/unit/test_roles_nccl_argspec.py\n"
 
 
@@ -33,18 +32,9 @@ def test_every_option_is_prefixed_and_described() -> None:
     options = argument_spec(NcclVars, SHORT)["argument_specs"]["main"]["options"]
     assert all(name.startswith("nccl_") for name in options)
     assert all(opt.get("description") for opt in options.values())
-    assert options["nccl_profile"]["choices"] == ["default", "degraded"]
-
-
-@pytest.mark.parametrize(("value", "devices"), [
-    ("mlx5_0,mlx5_1", ["mlx5_0", "mlx5_1"]),
-    ("=mlx5_0:1,mlx5_1:1", ["mlx5_0", "mlx5_1"]),
-    ("rxe0,rxe1", ["rxe0", "rxe1"]),
-    ("^mlx5_3", []),
-    ("", []),
-])
-def test_hcas_named_by_nccl_ib_hca(value: str, devices: list[str]) -> None:
-    assert hcas(value) == devices
+    assert "nccl_profile" not in options  # the degraded profile is job-level, not a node switch
+    assert options["nccl_ib_hca_rails"] == {"type": "list", "elements": "int", "required": True,
+                                            "description": options["nccl_ib_hca_rails"]["description"]}
 
 
 def _bp(name: str):  # type: ignore[no-untyped-def]
@@ -60,5 +50,6 @@ def test_vars_carry_the_blueprint_env_and_switches() -> None:
         assert [(e.name, e.value) for e in rv.nccl_env] == [(v.name, v.value) for v in bp.nccl_environment()]
         assert rv.nccl_gpudirect_rdma is bp.nccl.gpudirect_rdma.value
         assert rv.nccl_in_network_reduction == bp.nccl.in_network_reduction.value
+        assert "NCCL_IB_HCA" not in {e.name for e in rv.nccl_env}  # per host, from the rdma role's record
     lab = role_vars(_bp("lab"))["gpu_clients"]
-    assert isinstance(lab, NcclVars) and lab.nccl_hcas == ["rxe0", "rxe1"] and lab.nccl_profile == "default"
+    assert isinstance(lab, NcclVars) and lab.nccl_ib_hca_rails == [0, 1]  # both lab rails carry compute

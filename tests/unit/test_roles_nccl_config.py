@@ -13,6 +13,7 @@ import pytest
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.rolevars.nccl import nccl_vars
+from tests.roles.library import load
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,91 +31,103 @@ def _load_module() -> ModuleType:
 M = _load_module()
 
 
+RDMA_FIXTURES = REPO / "tests" / "roles" / "fixtures"
+
+
 def params(example: str, **override: Any) -> dict[str, Any]:
     spec = REPO / "examples" / f"{example}.yaml"
     rv = nccl_vars(plan(load_requirements(spec), spec_file=str(spec))).model_dump(mode="json")
-    p = {"env": rv["nccl_env"], "degraded_env": rv["nccl_degraded_env"], "profile": rv["nccl_profile"],
-         "hcas": rv["nccl_hcas"], "gpudirect_rdma": rv["nccl_gpudirect_rdma"],
-         "in_network_reduction": rv["nccl_in_network_reduction"]}
+    p = {"env": rv["nccl_env"], "degraded_env": rv["nccl_degraded_env"], "ib_hca_rails": rv["nccl_ib_hca_rails"]}
     p.update(override)
     return p
 
 
-def sysfs(root: Path, *hcas: str) -> Path:
-    """A sysfs with /sys/class/infiniband/<hca> folders, as the rdma role leaves it."""
+def lab_record() -> str:
+    """The rails record rdma_links writes, from the recorded ``rdma -j link show`` of lab host client-2."""
+    rl = load("rdma", "rdma_links.py")
+    links = rl.parse_links((RDMA_FIXTURES / "rdma-link-show.json").read_text())
+    found = [rl.RailDevice(i, f"rail{i}", f"rail{i}", *rl.device_of(f"rail{i}", [], links), gid_index=1)
+             for i in (0, 1)]
+    return str(rl.facts_text(found))
+
+
+def run(tmp_path: Path, p: dict[str, Any], *hcas: str, record: str | None = None, check_mode: bool = False) -> Any:
+    root = tmp_path / "sys"
     for hca in hcas:
-        (root / "class" / "infiniband" / hca).mkdir(parents=True)
-    return root
+        (root / "class" / "infiniband" / hca).mkdir(parents=True, exist_ok=True)
+    root.mkdir(exist_ok=True)
+    facts = tmp_path / "facts.d" / "rdma.fact"
+    if record is not None:
+        facts.parent.mkdir(exist_ok=True)
+        facts.write_text(record)
+    paths = {"conf": tmp_path / "etc" / "nccl.conf", "env": tmp_path / "etc" / "nccl.env",
+             "degraded": tmp_path / "etc" / "clustersmith" / "nccl" / "degraded.env", "rdma_facts": facts}
+    return M.run(M.Inputs.from_params(p), paths, root, check_mode, "client-1")
 
 
-def run(tmp_path: Path, p: dict[str, Any], *hcas: str, check_mode: bool = False) -> Any:
-    root = sysfs(tmp_path / "sys", *hcas) if not (tmp_path / "sys").exists() else tmp_path / "sys"
-    return M.run(M.Inputs.from_params(p), tmp_path / "etc" / "nccl.conf", tmp_path / "etc" / "nccl.env", root,
-                 "client-1", check_mode)
-
-
-def test_lab_writes_both_files_from_the_blueprint_then_is_idempotent(tmp_path: Path) -> None:
+def test_lab_writes_the_files_with_nccl_ib_hca_from_the_rdma_record_then_is_idempotent(tmp_path: Path) -> None:
     p = params("lab")
-    changed, diffs, env = run(tmp_path, p, "rxe0", "rxe1")
-    assert changed is True and len(diffs) == 2
+    changed, diffs, env = run(tmp_path, p, "rxe0", "rxe1", record=lab_record())
+    assert changed is True and len(diffs) == 3
     conf = (tmp_path / "etc" / "nccl.conf").read_text().splitlines()
+    assert "NCCL_IB_HCA==rxe0:1,rxe1:1" in conf  # exact match, names as the host reports them
     for e in p["env"]:
         assert f"{e['name']}={e['value']}" in conf
     assert f'NCCL_IB_TC="{env["NCCL_IB_TC"]}"' in (tmp_path / "etc" / "nccl.env").read_text()
     assert run(tmp_path, p)[:2] == (False, [])
 
 
-def test_degraded_profile_is_one_switch(tmp_path: Path) -> None:
-    p = params("cv-training-500tb", profile="degraded")
-    hcas = p["hcas"]
-    _, _, env = run(tmp_path, p, *hcas)
-    for e in p["degraded_env"]:
-        assert env[e["name"]] == e["value"]
-    assert env["NCCL_ALGO"] == "Ring"
-    assert f"NCCL_ALGO={env['NCCL_ALGO']}" in (tmp_path / "etc" / "nccl.conf").read_text()
-    # back to the planned profile: the file changes back
-    changed, _, env2 = run(tmp_path, dict(p, profile="default"))
-    planned = {e["name"]: e["value"] for e in p["env"]}
-    assert changed is True and env2["NCCL_ALGO"] == planned["NCCL_ALGO"]
+def test_the_degraded_profile_is_a_job_level_file_with_an_algorithm_for_every_collective(tmp_path: Path) -> None:
+    run(tmp_path, params("cv-training-500tb", ib_hca_rails=[]))
+    degraded = (tmp_path / "etc" / "clustersmith" / "nccl" / "degraded.env").read_text()
+    assert 'NCCL_ALGO="tree,ring,collnetdirect,collnetchain,nvls,nvlstree,pat;allreduce:ring"' in degraded
+    assert "NCCL_PROTO" not in degraded
+    assert "NCCL_ALGO" not in (tmp_path / "etc" / "nccl.conf").read_text()
 
 
-def test_a_missing_hca_stops_the_play_naming_it_and_what_exists(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("field", "entry", "needle"), [
+    ("env", {"name": "NCCL_ALGO", "value": "Tree"}, "nccl_env sets NCCL_ALGO=Tree: NCCL chooses it itself"),
+    ("env", {"name": "NCCL_IB_GID_INDEX", "value": "3"}, "nccl_env sets NCCL_IB_GID_INDEX=3"),
+    ("env", {"name": "NCCL_IB_HCA", "value": "mlx5_0"}, "the role writes it per host from the rdma role's record"),
+    ("degraded_env", {"name": "NCCL_PROTO", "value": "Simple"}, "a list without a collective prefix"),
+    ("degraded_env", {"name": "NCCL_ALGO", "value": "Ring"}, "expected a default list for every collective"),
+    ("degraded_env", {"name": "NCCL_ALGO", "value": "allreduce:ring"}, "expected a default list"),
+])
+def test_forced_or_trap_variables_are_refused(tmp_path: Path, field: str, entry: dict[str, str],
+                                              needle: str) -> None:
+    p = params("lab")
+    p[field] = [*p[field], entry]
     with pytest.raises(M.NcclError) as info:
-        run(tmp_path, params("lab"), "rxe0")
-    msg = str(info.value)
-    assert "NCCL_IB_HCA names rxe1, which client-1 does not have" in msg
-    assert "infiniband holds: rxe0" in msg
+        run(tmp_path, p, "rxe0", "rxe1", record=lab_record())
+    assert needle in str(info.value)
     assert not (tmp_path / "etc").exists()
 
 
-def test_no_rdma_devices_at_all(tmp_path: Path) -> None:
-    (tmp_path / "sys").mkdir()
-    with pytest.raises(M.NcclError, match="holds: nothing"):
-        run(tmp_path, params("lab"))
+def test_a_compute_rail_the_rdma_role_did_not_record_stops_the_play(tmp_path: Path) -> None:
+    with pytest.raises(M.NcclError) as info:
+        run(tmp_path, params("lab", ib_hca_rails=[0, 7]), "rxe0", "rxe1", record=lab_record())
+    assert "compute rail 7 has no RDMA device" in str(info.value)
+    assert "the rdma role found: rail 0 rxe0:1, rail 1 rxe1:1" in str(info.value)
+
+
+def test_without_the_rdma_record_the_play_says_to_run_the_rdma_role(tmp_path: Path) -> None:
+    with pytest.raises(M.NcclError, match="run the rdma role first"):
+        run(tmp_path, params("lab"), "rxe0", "rxe1")
+
+
+def test_a_recorded_device_the_host_no_longer_has_is_named(tmp_path: Path) -> None:
+    with pytest.raises(M.NcclError) as info:
+        run(tmp_path, params("lab"), "rxe0", record=lab_record())
+    assert "NCCL_IB_HCA names rxe1, which client-1 does not have" in str(info.value)
+    assert "infiniband holds: rxe0" in str(info.value)
 
 
 def test_check_mode_writes_nothing(tmp_path: Path) -> None:
-    changed, diffs, _ = run(tmp_path, params("lab"), "rxe0", "rxe1", check_mode=True)
+    changed, diffs, _ = run(tmp_path, params("lab"), "rxe0", "rxe1", record=lab_record(), check_mode=True)
     assert changed is True and diffs and not (tmp_path / "etc").exists()
 
 
-@pytest.mark.parametrize(("override", "needle"), [
-    ({"in_network_reduction": "sharp"}, "nccl_in_network_reduction is 'sharp' but the environment has no "
-                                        "NCCL_COLLNET_ENABLE=1"),
-    ({"gpudirect_rdma": True}, "nccl_gpudirect_rdma is true but the environment has no NCCL_NET_GDR_LEVEL"),
-    ({"profile": "fast"}, "nccl_profile is 'fast'; expected 'default' or 'degraded'"),
-])
-def test_contradictions_are_refused(tmp_path: Path, override: dict[str, Any], needle: str) -> None:
-    with pytest.raises(M.NcclError) as info:
-        run(tmp_path, params("lab", **override), "rxe0", "rxe1")
-    assert needle in str(info.value)
-
-
-def test_nvls_and_gpudirect_on_an_nvswitch_blueprint_agree(tmp_path: Path) -> None:
-    p = params("cv-training-500tb")
-    assert p["in_network_reduction"] == "nvls" and p["gpudirect_rdma"] is True
-    _, _, env = run(tmp_path, p, *p["hcas"])
-    assert env["NCCL_NVLS_ENABLE"] == "1" and "NCCL_NET_GDR_LEVEL" in env
-    wrong = dict(p, in_network_reduction="none")
-    with pytest.raises(M.NcclError, match="NCCL_NVLS_ENABLE=1 but nccl_in_network_reduction is 'none'"):
-        run(tmp_path, wrong)
+def test_efa_sets_no_nccl_ib_hca(tmp_path: Path) -> None:
+    p = params("llm-training-16k")
+    _, _, env = run(tmp_path, p)
+    assert "NCCL_IB_HCA" not in env

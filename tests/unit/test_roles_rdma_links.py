@@ -131,3 +131,42 @@ def test_recorded_gid_table_holds_the_rails_roce_v2_gid_at_index_1(tmp_path: Pat
     assert sorted(gids) == [0, 1]
     rail = rl.parse_rails([{"index": 1, "name": "rail1", "netdev": "rail1", "address": "10.77.1.3"}], 1500)[0]
     assert rl.check_gid(rail, "rxe1", 1, gids, "RoCE v2") is None
+
+
+def test_the_recorded_lab_links_give_each_rail_its_device_and_port_from_the_netdev() -> None:
+    """client-2's ``rdma -j link show`` (tests/roles/fixtures): Soft-RoCE has no device folder under the NIC, so the
+    device behind each rail is the link reported on that netdev, whatever its name."""
+    links = rl.parse_links((FIXTURES / "rdma-link-show.json").read_text())
+    assert rl.device_of("rail0", [], links) == ("rxe0", 1)
+    assert rl.device_of("rail1", [], links) == ("rxe1", 1)
+    assert rl.device_of("mgmt0", [], links) is None
+    swapped = tuple(rl.Link(device=x.device, port=x.port, state=x.state,
+                            netdev={"rail0": "rail1", "rail1": "rail0"}[x.netdev or ""]) for x in links)
+    assert rl.device_of("rail0", [], swapped) == ("rxe1", 1)  # never a name made from the rail index
+
+
+def test_a_device_sysfs_lists_under_the_nic_wins_over_the_rail_index() -> None:
+    """Real NICs: /sys/class/net/<netdev>/device/infiniband/ names the device (mlx5_3 on the first compute rail of
+    a host whose storage NICs come first); the port comes from the link of that device."""
+    links = (rl.Link(device="mlx5_3", port=1, state="ACTIVE", netdev="ens1f0np0"),)
+    assert rl.device_of("ens1f0np0", ["mlx5_3"], links) == ("mlx5_3", 1)
+
+
+def test_the_recorded_gid_table_gives_the_index_nccl_would_pick(tmp_path: Path) -> None:
+    test_recorded_gid_table_holds_the_rails_roce_v2_gid_at_index_1(tmp_path)  # lays out the recorded table
+    gids = rl.System(str(tmp_path)).gids("rxe1")
+    rail = rl.parse_rails([{"index": 1, "name": "rail1", "netdev": "rail1", "address": "10.77.1.3"}], 1500)[0]
+    assert rl.find_gid(rail.address, gids, "RoCE v2") == 1
+    assert rl.gid_problem(rail, "rxe1", -1, gids, "RoCE v2") == (None, 1)
+    problem, index = rl.gid_problem(rail, "rxe1", -1, gids, "IB/RoCE v1")
+    assert index is None and problem is not None and "no IB/RoCE v1 GID for 10.77.1.3" in problem
+
+
+def test_the_rails_record_is_written_once_and_read_back(tmp_path: Path) -> None:
+    found = [rl.RailDevice(0, "rail0", "rail0", "rxe0", 1, 1), rl.RailDevice(1, "rail1", "rail1", "rxe1", 1, 1)]
+    path = tmp_path / "facts.d" / "rdma.fact"
+    assert rl.write_facts(path, rl.facts_text(found)) is True
+    assert rl.write_facts(path, rl.facts_text(found)) is False
+    import json
+    assert json.loads(path.read_text())["rails"][1] == {"index": 1, "name": "rail1", "netdev": "rail1",
+                                                        "device": "rxe1", "port": 1, "gid_index": 1}

@@ -15,13 +15,14 @@ def test_the_three_roles_are_discovered() -> None:
     assert {"rdma", "nvmeof", "storage_tiering"} <= set(builders())
 
 
-def test_rdma_takes_fabric_mtu_and_the_nccl_gid_index() -> None:
+def test_rdma_takes_fabric_mtu_and_finds_the_gid_index_itself() -> None:
     bp = example("cv-training-500tb")
     rdma = builders()["rdma"](bp)["all"]
     assert isinstance(rdma, RdmaVars)
     assert rdma.rdma_mtu == bp.fabric.mtu.value == 9000
     assert rdma.rdma_fabric == "roce" and rdma.rdma_soft_roce is False
-    assert str(rdma.rdma_gid_index) == next(e.value for e in bp.nccl.env if e.name == "NCCL_IB_GID_INDEX")
+    assert rdma.rdma_gid_index == -1  # not taken from NCCL: the role finds and records it per device
+    assert "NCCL_IB_GID_INDEX" not in {e.name for e in bp.nccl_environment()}
 
 
 def test_rdma_in_the_lab_uses_soft_roce() -> None:

@@ -46,7 +46,7 @@ def nccl_conf(bp: Blueprint) -> str:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look themselves up there
     spec.loader.exec_module(module)
-    return str(module.conf_text({e.name: e.value for e in bp.nccl_environment()}, "default"))
+    return str(module.conf_text({e.name: e.value for e in bp.nccl_environment()}))
 
 
 def qos_results(root: Path, host: str, roce_tos: dict[str, str], conf: str | None) -> Path:

@@ -18,7 +18,7 @@ from blueprints.planner import plan
 from blueprints.render import build
 from tests.conftest import BIN
 from validators.evaluate import evaluate
-from validators.inventory import load_inventory
+from validators.inventory import load_inventory, rdma_record
 from validators.results import Results
 from validators.runner import HostOutcome, Runner, _failure
 
@@ -151,6 +151,11 @@ class ScriptedRunner(Runner):
             "gpu_clients": {"hosts": {c: rails[c] for c in ("client-1", "client-2")}}}}}))
         super().__init__(load_blueprint(out), out, load_inventory(path), results / "run", lambda s, m: None)
         self.answers = answers
+        # every lab host's rdma record as rdma_links writes it, from the recorded `rdma -j link show` (client-2)
+        links = json.loads((REPO / "tests" / "roles" / "fixtures" / "rdma-link-show.json").read_text())
+        record = {"rails": [{"index": int(x["netdev"][-1]), "name": x["netdev"], "netdev": x["netdev"],
+                             "device": x["ifname"], "port": x["port"], "gid_index": 1} for x in links]}
+        self.rdma = {h: rdma_record(json.dumps(record)) for h in rails}
         self.steps: list[str] = []
         self.extravars: list[dict[str, object]] = []
 
@@ -176,7 +181,7 @@ def test_a_perftest_pair_that_failed_mid_run_is_measured_again_and_noted(out: Pa
     gone = f"{MEASURE}: exit 1: Unable to open file descriptor for socket connection"
     runner = ScriptedRunner(out, tmp_path, [{"client-2": HostOutcome(failed=[gone], retried=[COMPLETION_ERROR, gone])},
                                             {"client-2": HostOutcome(ok={MEASURE: [{"rc": 0, "stdout": recorded}]})}])
-    runner._perftest_wave(perftest_check(out), "ib_write_bw", [], 10, 0, "rxe0", {"client-2": "storage-1"})
+    runner._perftest_wave(perftest_check(out), "ib_write_bw", [], 10, 0, {"client-2": "storage-1"})
     runner.finish()
     assert runner.steps == ["ib_write_bw-rail0-client-2", "ib_write_bw-rail0-client-2-attempt2"]
     assert (runner.results / "ib_write_bw" / "rail0" / "client-2.txt").read_text() == recorded
@@ -193,7 +198,7 @@ def test_a_perftest_pair_that_fails_twice_is_a_setup_error_and_one_not_run_is_no
     runner = ScriptedRunner(out, tmp_path, [{"client-1": HostOutcome(unreachable="ssh: connect timed out"),
                                              "client-2": HostOutcome(failed=[COMPLETION_ERROR])},
                                             {"client-2": HostOutcome(failed=[COMPLETION_ERROR])}])
-    runner._perftest_wave(perftest_check(out), "ib_write_bw", [], 10, 0, "rxe0",
+    runner._perftest_wave(perftest_check(out), "ib_write_bw", [], 10, 0,
                           {"client-1": "storage-1", "client-2": "storage-1"})
     assert runner.steps == ["ib_write_bw-rail0-client-1-client-2", "ib_write_bw-rail0-client-2-attempt2"]
     assert runner.setup_errors["rdma.write_bw"] == {
@@ -229,3 +234,15 @@ def test_without_a_fio_window_the_hit_ratio_is_a_setup_error_and_not_asked(out: 
     runner.probe(["cache", "targets"], {"cache": ["cache.hit_ratio"], "targets": ["monitoring.targets_up"]})
     assert runner.extravars[0]["accept_probes"] == ["targets"]
     assert "no fio workload ran" in runner.setup_errors["cache.hit_ratio"]["cluster"]
+
+
+def test_perftest_uses_each_hosts_recorded_device_and_gid_and_names_a_missing_record(out: Path,
+                                                                                   tmp_path: Path) -> None:
+    runner = ScriptedRunner(out, tmp_path, [{}])
+    runner._perftest_wave(perftest_check(out), "ib_write_bw", [], 10, 1, {"client-2": "storage-1"})
+    pairs = runner.extravars[0]["accept_pairs"]
+    assert pairs["client-2"]["device"] == "rxe1" and pairs["client-2"]["gid"] == ["-x", "1"]  # type: ignore[index]
+    runner.rdma["storage-1"] = {}
+    runner._perftest_wave(perftest_check(out), "ib_write_bw", [], 10, 0, {"client-1": "storage-1"})
+    assert runner.setup_errors["rdma.write_bw"]["client-1"].startswith(
+        "storage-1 has no RDMA device recorded for rail 0")

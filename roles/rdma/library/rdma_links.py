@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Bring every rail NIC to its RDMA state: MTU, Soft-RoCE device, RDMA-CM RoCE mode and ToS, GID check.
+"""Bring every rail NIC to its RDMA state: MTU, Soft-RoCE device, RDMA-CM RoCE mode and ToS, GID check; record
+which RDMA device, port and RoCE v2 GID index serve each rail (the nccl role's NCCL_IB_HCA and acceptance read it).
 
 Ansible module (``rdma_links``) and, the same file, the boot-time applier run by
 ``clustersmith-rdma.service``: ``python3 rdma_links.py --apply /etc/clustersmith/rdma.json``.
@@ -27,6 +28,9 @@ description:
   - Sets the MTU of each rail NIC, creates a Soft-RoCE (rxe) device named rxe<index> on it when asked,
     sets RDMA-CM's default RoCE mode and type of service of the device (what C(cma_roce_tos) sets), and checks
     the RoCE GID at the given index.
+  - Finds the RDMA device behind each rail's netdev (sysfs C(/sys/class/net/<netdev>/device/infiniband/) for real
+    NICs, C(rdma -j link show) for Soft-RoCE), its port and, on RoCE, the index of the rail address's RoCE v2 GID,
+    and writes them to C(facts_path) as JSON (Ansible local facts, C(ansible_local.rdma.rails)).
   - Returns changed and a diff; supports check mode.
 options:
   rails:
@@ -50,8 +54,11 @@ options:
     description: RDMA-CM default IP type of service of RoCE connections that set none; omit to leave it.
     type: int
   gid_index:
-    description: GID index that must hold the rail address's RoCE GID; omit to skip the check.
+    description: GID index that must hold the rail address's RoCE GID; -1 or omitted, find it in the GID table.
     type: int
+  facts_path:
+    description: Where to record the rails' RDMA devices (JSON); omit to record nothing.
+    type: path
 author: clustersmith
 """
 
@@ -136,6 +143,47 @@ def parse_links(text: str) -> tuple[Link, ...]:
     return tuple(links)
 
 
+@dataclasses.dataclass(frozen=True)
+class RailDevice:
+    """What the rdma role found serving one rail: the record NCCL_IB_HCA and acceptance are built from."""
+
+    index: int
+    name: str
+    netdev: str
+    device: str
+    port: int
+    gid_index: int | None = None
+
+    def as_fact(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def device_of(netdev: str, sysfs_devices: list[str], links: tuple[Link, ...]) -> tuple[str, int] | None:
+    """The RDMA device and port behind ``netdev``: the device sysfs lists under the NIC's PCI function (a real
+    RoCE or InfiniBand NIC), else the link ``rdma link show`` reports on that netdev (Soft-RoCE, which has no
+    device folder of its own). Never a name made from a rail index."""
+    on_netdev = [link for link in links if link.netdev == netdev]
+    for name in sorted(sysfs_devices):
+        port = next((link.port for link in on_netdev if link.device == name), None)
+        if port is not None or len(sysfs_devices) == 1:
+            return name, port or next((link.port for link in links if link.device == name), 1)
+    if on_netdev:
+        return on_netdev[0].device, on_netdev[0].port
+    return None
+
+
+def find_gid(address: str | None, gids: dict[int, tuple[str, str]], roce_mode: str) -> int | None:
+    """Index of the RoCE GID of ``address`` in the wanted mode, as NCCL's auto-selection (-1) would pick it."""
+    if address is None:
+        return None
+    want = expected_gid(address)
+    return next((i for i, (gid, kind) in sorted(gids.items()) if gid == want and kind == roce_mode), None)
+
+
+def facts_text(found: list[RailDevice]) -> str:
+    return json.dumps({"rails": [r.as_fact() for r in found]}, indent=2, sort_keys=True) + "\n"
+
+
 def parse_rails(raw: list[dict[str, Any]], default_mtu: int) -> list[Rail]:
     rails = []
     for item in raw:
@@ -208,7 +256,7 @@ def check_gid(rail: Rail, device: str, gid_index: int, gids: dict[int, tuple[str
     table = ", ".join(f"{i}: {g} ({t})" for i, (g, t) in sorted(gids.items())) or "empty"
     shown = f"{have[0]} ({have[1]})" if have else "unset"
     return (f"{device} on {rail.netdev}: GID index {gid_index} is {shown}, "
-            f"expected {want} ({roce_mode}) for {rail.address}; NCCL_IB_GID_INDEX must name it. GID table: {table}")
+            f"expected {want} ({roce_mode}) for {rail.address}; rdma_gid_index must name it. GID table: {table}")
 
 
 class System:
@@ -239,6 +287,10 @@ class System:
         except OSError:
             return None
 
+    def sysfs_devices(self, netdev: str) -> list[str]:
+        folder = self.sys / "class" / "net" / netdev / "device" / "infiniband"
+        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
     def read_state(self, rails: list[Rail]) -> HostState:
         netdevs = tuple(sorted(p.name for p in (self.sys / "class" / "net").iterdir()))
         links = parse_links(self.run("rdma", "-j", "link", "show"))
@@ -246,7 +298,8 @@ class System:
         for rail in rails:
             if rail.netdev not in netdevs:
                 continue
-            device = next((link.device for link in links if link.netdev == rail.netdev), None)
+            found = device_of(rail.netdev, self.sysfs_devices(rail.netdev), links)
+            device = found[0] if found else None
             mtu = int((self.sys / "class" / "net" / rail.netdev / "mtu").read_text())
             tos = self.cm_value(device, "default_roce_tos") if device else None
             nics[rail.netdev] = NicState(rail.netdev, mtu, device,
@@ -306,26 +359,57 @@ def converge(params: dict[str, Any], check_mode: bool, system: System, verify_gi
     if check_mode:
         return result
     problems = []
+    found: list[RailDevice] = []
     deadline = time.monotonic() + SETTLE_SECONDS
     for rail in rails:
         device = state.nics[rail.netdev].device or rail.device
         while True:
             link = link_of(system, device)
-            problem = None
+            problem, gid = None, None
             if link is None or link.state != "ACTIVE":
                 problem = f"{device} on {rail.netdev} is {link.state if link else 'missing'}, expected ACTIVE"
-            elif verify_gid and params.get("gid_index") is not None and roce_mode is not None:
-                problem = check_gid(rail, device, int(params["gid_index"]), system.gids(device), roce_mode)
+            elif verify_gid and roce_mode is not None:
+                problem, gid = gid_problem(rail, device, params.get("gid_index"), system.gids(device), roce_mode)
             if problem is None or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         if problem:
             problems.append(problem)
+        found.append(RailDevice(rail.index, rail.name, rail.netdev, device, link.port if link else 1, gid))
         result["rails"].append({"index": rail.index, "netdev": rail.netdev, "device": device,
                                 "state": link.state if link else "missing", "mtu": rail.mtu})
     if problems:
         raise RailsError("; ".join(problems))
+    if params.get("facts_path"):
+        written = write_facts(Path(params["facts_path"]), facts_text(found))
+        result["changed"] = result["changed"] or written
+    result["found"] = [r.as_fact() for r in found]
     return result
+
+
+def gid_problem(rail: Rail, device: str, gid_index: Any, gids: dict[int, tuple[str, str]],
+                roce_mode: str) -> tuple[str | None, int | None]:
+    """(a message, the GID index serving the rail): the asked index checked, or the index found in the table."""
+    if gid_index is not None and int(gid_index) >= 0:
+        return check_gid(rail, device, int(gid_index), gids, roce_mode), int(gid_index)
+    index = find_gid(rail.address, gids, roce_mode)
+    if index is None and rail.address is not None:
+        table = ", ".join(f"{i}: {g} ({t})" for i, (g, t) in sorted(gids.items())) or "empty"
+        return (f"{device} on {rail.netdev}: no {roce_mode} GID for {rail.address} "
+                f"(expected {expected_gid(rail.address)}); GID table: {table}"), None
+    return None, index
+
+
+def write_facts(path: Path, text: str) -> bool:
+    """Write the rails record when its text changes; True when it did."""
+    if path.is_file() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return True
 
 
 ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
@@ -335,6 +419,7 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "roce_mode": {"type": "str", "choices": ["RoCE v2", "IB/RoCE v1"]},
     "roce_tos": {"type": "int"},
     "gid_index": {"type": "int"},
+    "facts_path": {"type": "path"},
 }
 
 
