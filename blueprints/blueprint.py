@@ -531,9 +531,11 @@ class Blueprint(_Frozen):
         return names_by_role(self.hosts)
 
     def nccl_environment(self) -> tuple[EnvVar, ...]:
-        """What every rank's environment holds: ``nccl.env`` and, on RoCE, NCCL_IB_TC from the QoS plan."""
+        """What every rank's environment holds: ``nccl.env`` and, on a RoCE fabric whose QoS the cluster runs,
+        NCCL_IB_TC from the QoS plan. Where the provider owns QoS (GCP's RoCE VPC, whose gIB setup carries its own
+        traffic class) the plan's ToS means nothing to the fabric, so it is not set."""
         env = list(self.nccl.env)
-        if self.fabric.kind.value == "roce":
+        if self.fabric.kind.value == "roce" and self.qos.applies:
             tc = self.qos.traffic_class
             at = max((i + 1 for i, v in enumerate(env) if v.name.startswith("NCCL_IB_")), default=len(env))
             env.insert(at, EnvVar(name="NCCL_IB_TC", value=str(tc.value), derived_from=Provenance(

@@ -50,8 +50,10 @@ def test_every_layer_reads_the_one_traffic_class(spec: Path) -> None:
             stated.update({f"{role}.NCCL_IB_TC": int(e["value"]) for e in data.get("nccl_env", ())
                            if e["name"] == "NCCL_IB_TC"})
     assert set(stated.values()) <= {tc}
-    if bp.fabric.kind.value == "roce":
+    if bp.fabric.kind.value == "roce" and bp.qos.applies:
         assert stated["nccl.NCCL_IB_TC"] == tc
+    else:  # the provider owns QoS (GCP's RoCE VPC) or the fabric is not RoCE: NCCL keeps its default
+        assert "nccl.NCCL_IB_TC" not in stated
     dumped = dump_blueprint(bp)
     for gone in ("nccl_ib_tc", "nvmeof_tos", "switch_dscp_to_priority", "pfc_priorities", "NCCL_IB_TC"):
         assert gone not in dumped, f"{gone} is stored in the Blueprint again"
