@@ -3,6 +3,7 @@
     fio/<workload>/<host>.json            fio --output-format=json+ (or json), one file per client
     fio/<workload>/<host>_bw.<job>.log    its bandwidth logs (write_bw_log=<host>)
     nccl/<anything>.txt | .json           all_reduce_perf text output, or its -J JSON
+    nccl/<anything>.debug.log             its NCCL_DEBUG=INFO lines, when not interleaved in the .txt (information)
     ib_write_bw/rail<i>/<host>.txt        the client side of ib_write_bw on rail i, one file per client host
     ib_read_lat/rail<i>/<host>.txt        the same for ib_read_lat
     nvme/<host>.json                      nvme list-subsys -o json

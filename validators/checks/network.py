@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from blueprints.blueprint import Check
 from validators.checks import missing, rule, setup_failure
-from validators.errors import parse_error
+from validators.errors import ParseError, parse_error
 from validators.nccl import NcclRun, parse_nccl
+from validators.nccl_debug import NcclDebug, parse_nccl_debug_file
 from validators.outcome import Detail, Measurement, Series
 from validators.rdma import parse_perftest_bw
 from validators.results import Results
 
+PLAN_ALGOS = re.compile(r"NVLSTree|NVLS|CollNet|Tree|Ring|PAT")  # names in nccl.algorithm_expectation
 NCCL_SIZE = re.compile(r"^(?P<n>\d+)(?P<unit>[KMGT]?)$")  # nccl-tests' -b/-e: K, M, G are powers of 1024
 
 
@@ -35,6 +38,46 @@ def _busbw_series(run: NcclRun, name: str) -> tuple[Series, ...]:
     ip = tuple((float(r.size), r.in_place.busbw) for r in run.rows if r.in_place is not None)
     return (Series(kind="busbw", name=f"{name} out-of-place", points=oop),
             Series(kind="busbw", name=f"{name} in-place", points=ip))
+
+
+def debug_note(name: str, debug: NcclDebug, expectation: str | None) -> str:
+    """What NCCL said it used and chose, as information: it never changes the check's pass or fail."""
+    net = ", ".join(debug.networks) or "not printed"
+    devices = " ".join(f"{d.name}:{d.port}/{d.link}" for d in debug.ib_devices)
+    parts = [f"{name}: NCCL {', '.join(debug.versions) or '?'}, {debug.ranks_seen or '?'} rank(s) seen"
+             + (f" of {debug.nranks}" if debug.nranks else "") + f" on {len(debug.hosts) or '?'} host(s)",
+             f"network {net} (transport {debug.transport}" + (f"; devices {devices}" if devices else "") + ")"]
+    if debug.socket_fallback:
+        parts.append("SOCKET FALLBACK: inter-node traffic went over TCP sockets, not RDMA")
+    if forced := {k: v for k, v in debug.env.items() if k in ("NCCL_ALGO", "NCCL_PROTO")}:
+        parts.append("forced by environment: " + ", ".join(f"{k}={v}" for k, v in forced.items()))
+    if debug.choices:
+        parts.append("chosen: " + ", ".join(f"{c.algorithm}/{c.protocol} {c.min_bytes}..{c.max_bytes} B"
+                                            for c in debug.choices))
+    else:
+        built = [w for w, ok in (("rings", debug.connected_rings), ("trees", debug.connected_trees)) if ok]
+        parts.append("algorithms per size not in the log (set NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING); built: "
+                     + (", ".join(built) or "nothing printed"))
+    if expectation:
+        named = dict.fromkeys(PLAN_ALGOS.findall(expectation))
+        if debug.choices:
+            unseen = [a for a in named if not any(s.startswith(a) for s in debug.algorithms)]
+            parts.append(f"plan expected: {expectation}" + (f"; not chosen in this run: {', '.join(unseen)}"
+                                                             if unseen else "; all of it chosen"))
+        else:
+            parts.append(f"plan expected: {expectation} (not comparable without TUNING lines)")
+    return "; ".join(parts)
+
+
+def _debug(path: Path) -> NcclDebug | None:
+    """The NCCL INFO lines of an nccl-tests log (NCCL_DEBUG=INFO interleaves them), or a beside-it ``.debug.log``."""
+    for candidate in (path.with_suffix(".debug.log"), path):
+        if candidate.is_file() and candidate.suffix != ".json":
+            try:
+                return parse_nccl_debug_file(candidate)
+            except ParseError:
+                continue
+    return None
 
 
 @rule("nccl.allreduce_busbw")
@@ -65,6 +108,8 @@ def allreduce_busbw(check: Check, results: Results) -> Measurement:
         details.append(Detail(where=path.name, value=busbw, unit="GB/s",
                               note=f"lowest out-of-place busbw over {len(large)} size(s) >= {min_bytes} B, "
                                    f"at {worst.size} B"))
+        if (debug := _debug(path)) is not None:
+            notes.append(debug_note(path.name, debug, check.args.get("algorithm_expectation")))
         if run.avg_busbw is not None:
             notes.append(f"{path.name}: footer 'Avg bus bandwidth' {run.avg_busbw:g} GB/s averages the whole "
                          f"sweep and is not the measure")
