@@ -39,7 +39,7 @@ def evaluate(bp: Blueprint, results: Results, only: Iterable[str] = (), strict: 
             m = Measurement(setup_error=f"this clustersmith has no rule for check {check.id!r}")
         else:
             try:
-                m = fn(_with_context(bp, check), results)
+                m = fn(check, results)
             except ParseError as exc:
                 if strict:
                     raise
@@ -49,10 +49,3 @@ def evaluate(bp: Blueprint, results: Results, only: Iterable[str] = (), strict: 
         judged.append(judge(check, m, time.monotonic() - started))
     return judged
 
-
-def _with_context(bp: Blueprint, check: Check) -> Check:
-    """The NCCL rule reports the plan's ``nccl.algorithm_expectation`` beside what NCCL chose (information only)."""
-    if check.tool != "nccl":
-        return check
-    return check.model_copy(update={"args": {**check.args,
-                                             "algorithm_expectation": bp.nccl.algorithm_expectation.value}})

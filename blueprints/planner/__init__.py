@@ -82,7 +82,7 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
     nccl = plan_nccl(ctx, compute, fabric, qos)
     storage = plan_storage(ctx, compute)
     monitoring = plan_monitoring(ctx, compute, storage)
-    acceptance = plan_acceptance(ctx, compute, fabric, qos, storage)
+    acceptance = plan_acceptance(ctx, compute, fabric, qos, nccl, storage)
     lab = plan_lab(req.target, fabric) if isinstance(req.target, LabTarget) else None
     notes: list[str] = []
     if lab is not None:

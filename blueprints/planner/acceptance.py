@@ -11,6 +11,7 @@ from blueprints.blueprint import (
     Check,
     ComputePlan,
     FabricPlan,
+    NcclPlan,
     Provenance,
     QosPlan,
     StoragePlan,
@@ -35,7 +36,7 @@ def _check(ctx: PlanContext, id: str, tool: str, metric: str, op: str, threshold
     })
 
 
-def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan,
+def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan, nccl: NcclPlan,
                     storage: StoragePlan) -> AcceptancePlan:
     perf = ctx.req.performance.storage
     workloads = {w.name: w for w in plan_workloads(ctx, compute)}
@@ -84,7 +85,8 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
                              f"{compute.rails.value} x {compute.rail_speed} x {fraction:.2f} "
                              f"(46 GB/s per 400G NIC, nccl-tests#290)", severity=severity,
                              args={"op": "all_reduce", "minbytes": "2G", "maxbytes": "8G", "requires": "gpu",
-                                   "algo": "Ring"}))
+                                   # information for the report beside what NCCL chose, never pass/fail
+                                   "algorithm_expectation": nccl.algorithm_expectation.value}))
     if storage.nvmeof is not None:
         nv = storage.nvmeof
         checks.append(_check(ctx, "nvmeof.paths", "nvme", "live paths per namespace", ">=",
