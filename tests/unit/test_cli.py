@@ -28,7 +28,8 @@ def test_plan_shows_the_arithmetic() -> None:
     r = run("plan", CANONICAL)
     assert r.returncode == 0, r.stderr
     for fragment in ("6 nodes x 90GB/s = 540GB/s", "ceil(512 / 8) = 64", "ec-4+2 (chosen)", "replica-3",
-                     "leaf / spine / core", "8 / 4 / 0", "26 << 2 | ECT(0) = 106", ">= 500 GB/s"):
+                     "leaf switches", "ceil(512 / 64) = 8", "spine switches", "storage fabric", "leaf / spine / core",
+                     "3 / 2 / 0", "26 << 2 | ECT(0) = 106", ">= 500 GB/s"):
         assert fragment in r.stdout
 
 
