@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from blueprints.errors import ClusterSmithError, Problem
 from blueprints.hosts import HostGroup, HostRole, names_by_role
 from blueprints.lab_plan import LabPlan
+from blueprints.textsafe import one_line
 from blueprints.units import Duration, Rate, Ratio, Size
 
 T = TypeVar("T")
@@ -506,7 +507,9 @@ class Blueprint(_Frozen):
     apiVersion: Literal["clustersmith/v1alpha1"] = "clustersmith/v1alpha1"
     kind: Literal["Blueprint"] = "Blueprint"
     name: str
-    spec_file: str = Field(description="The spec this was planned from")
+    spec_file: str = Field(
+        description="The spec this was planned from, on one line: control characters and line separators in the "
+                    "path written as \\xNN escapes, so every header and report that names it stays on its line")
     spec_lines: dict[str, int] = Field(description="Spec path -> line in spec_file, for explain")
     spec_values: dict[str, str] = Field(
         default_factory=dict, description="Spec path -> the value planned from, for every path a derived_from names")
@@ -522,6 +525,11 @@ class Blueprint(_Frozen):
     acceptance: AcceptancePlan
     lab: LabPlan | None = None
     notes: tuple[str, ...] = Field(default=(), description="Planner remarks worth reading")
+
+    @field_validator("spec_file")
+    @classmethod
+    def _spec_file_on_one_line(cls, value: str) -> str:
+        return one_line(value)
 
     def groups_of(self, role: HostRole) -> list[HostGroup]:
         return [g for g in self.hosts if g.role == role]

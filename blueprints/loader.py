@@ -8,7 +8,9 @@ found in one pass: YAML path, line number, the offending value, what was expecte
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import stat
 import types
 import typing
 from pathlib import Path
@@ -23,28 +25,137 @@ from blueprints.spec import Requirements, RuleError
 Loc = tuple[str | int, ...]
 
 
-class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that also records the line of every mapping key and value."""
+# Bounds on what the loader reads: a spec is a page of YAML (the examples are under 2 KB and 60 nodes, 4 keys
+# deep), so each bound leaves two orders of magnitude of room and stops hostile input in milliseconds.
+MAX_SPEC_BYTES = 1 << 20  # 1 MiB: /dev/zero or a log passed by mistake is refused before it fills memory
+MAX_DEPTH = 32  # nesting; the deepest spec path is 3 keys (performance.storage.read_throughput)
+MAX_ALIASES = 64  # YAML aliases (*name) in one document
+MAX_NODES = 10_000  # YAML nodes after expanding every alias: an alias bomb expands x9 per level
+MAX_INT_DIGITS = 18  # every integer field is below 10**7; 18 digits stays inside int64, int() never sees 5,000
+
+
+class _Refused(Exception):
+    """Input that breaks a bound; carries the Problem to report."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def _dotted(path: list[str | int] | tuple[str | int, ...]) -> str:
+    return ".".join(str(p) for p in path)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses too many aliases and too deep nesting while composing, before any expansion."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._path: list[str | int] = []
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise _Refused(Problem(_dotted(self._path), f"more than {MAX_ALIASES} YAML aliases (*name); "
+                                       "expected a spec that writes its values out", line=mark.line + 1))
+            return super().compose_node(parent, index)
+        is_key = isinstance(parent, yaml.MappingNode) and index is None
+        if parent is not None and not is_key:
+            self._path.append(str(index.value) if isinstance(index, yaml.ScalarNode)
+                              else index if isinstance(index, int) else "?")
+        try:
+            if len(self._path) > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise _Refused(Problem(_dotted(self._path), f"nested more than {MAX_DEPTH} levels deep; "
+                                       "expected a spec like the examples (3 levels)", line=mark.line + 1))
+            return super().compose_node(parent, index)
+        finally:
+            if parent is not None and not is_key:
+                self._path.pop()
+
+
+def _compose(text: str) -> yaml.Node | None:
+    """Compose the single document of ``text`` within the bounds above (raises _Refused or YAMLError)."""
+    if len(text) > MAX_SPEC_BYTES:
+        raise _Refused(Problem("", f"the spec is {len(text)} characters; expected at most {MAX_SPEC_BYTES}"))
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
+
+
+class _Walk:
+    """One pass over the composed document, every alias expanded (within MAX_DEPTH and MAX_NODES): the
+    line of every path, and the problems YAML itself lets through (duplicate keys, oversized integers)."""
+
+    def __init__(self) -> None:
+        self.lines: dict[tuple[str | int, ...], int] = {}
+        self.problems: list[Problem] = []
+        self.nodes = 0
+        self._open: set[int] = set()
+        self._checked: set[int] = set()
+
+    def walk(self, node: yaml.Node, path: tuple[str | int, ...]) -> None:
+        line = node.start_mark.line + 1
+        if id(node) in self._open:
+            raise _Refused(Problem(_dotted(path), "a YAML alias refers to a mapping or list that contains it; "
+                                   "expected a value that ends", line=line))
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _Refused(Problem(_dotted(path), f"the document expands to more than {MAX_NODES} values "
+                                   "(YAML aliases); expected a spec that writes its values out", line=line))
+        if len(path) > MAX_DEPTH:
+            raise _Refused(Problem(_dotted(path), f"nested more than {MAX_DEPTH} levels deep (through YAML "
+                                   "aliases); expected a spec like the examples (3 levels)", line=line))
+        self.lines.setdefault(path, line)
+        first = id(node) not in self._checked
+        self._checked.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if first:
+                self._check_int(node, path)
+            return
+        self._open.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[str, int] = {}
+                for key, value in node.value:
+                    sub = (*path, str(key.value))
+                    key_line = key.start_mark.line + 1
+                    if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                        if first and str(key.value) in seen:
+                            self.problems.append(Problem(
+                                _dotted(sub), f"duplicate key {key.value!r} on lines {seen[str(key.value)]} and "
+                                f"{key_line}; expected each key once (YAML would silently keep the last)",
+                                line=key_line))
+                        seen.setdefault(str(key.value), key_line)
+                    self.lines[sub] = key_line
+                    self.walk(value, sub)
+            elif isinstance(node, yaml.SequenceNode):
+                for i, item in enumerate(node.value):
+                    self.walk(item, (*path, i))
+        finally:
+            self._open.discard(id(node))
+
+    def _check_int(self, node: yaml.ScalarNode, path: tuple[str | int, ...]) -> None:
+        if node.tag != "tag:yaml.org,2002:int":
+            return
+        digits = sum(ch.isdigit() for ch in node.value)
+        if digits > MAX_INT_DIGITS:
+            self.problems.append(Problem(
+                _dotted(path), f"an integer of {digits} digits; expected a number of at most {MAX_INT_DIGITS} "
+                "digits", line=node.start_mark.line + 1, value=node.value[:20] + "..."))
 
 
 def _line_map(text: str) -> dict[tuple[str | int, ...], int]:
-    lines: dict[tuple[str | int, ...], int] = {}
-    root = yaml.compose(text, Loader=_LineLoader)
-
-    def walk(node: yaml.Node, path: tuple[str | int, ...]) -> None:
-        lines.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                sub = (*path, str(key.value))
-                lines[sub] = key.start_mark.line + 1
-                walk(value, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                walk(item, (*path, i))
-
+    root = _compose(text)
+    w = _Walk()
     if root is not None:
-        walk(root, ())
-    return lines
+        w.walk(root, ())
+    return w.lines
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -171,8 +282,16 @@ def _problem(err: Any, doc: Any, lines: dict[tuple[str | int, ...], int]) -> Pro
 def parse_requirements(text: str, filename: str = "<spec>") -> Requirements:
     """Parse spec text; raise SpecError with every problem found."""
     try:
-        doc = yaml.safe_load(text)
-        lines = _line_map(text)
+        root = _compose(text)
+        walk = _Walk()
+        if root is not None:
+            walk.walk(root, ())
+        if walk.problems:
+            raise SpecError(sorted(walk.problems, key=lambda p: (p.line or 0, p.path)), filename, "invalid spec")
+        doc = _construct(root)
+        lines = walk.lines
+    except _Refused as exc:
+        raise SpecError([exc.problem], filename, "invalid spec") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -193,20 +312,64 @@ def parse_requirements(text: str, filename: str = "<spec>") -> Requirements:
         raise SpecError(problems, filename, "invalid spec") from None
 
 
-def load_requirements(path: Path) -> Requirements:
-    """Read and parse a spec file; a missing or unreadable file is a SpecError too."""
+def _construct(root: yaml.Node | None) -> Any:
+    if root is None:
+        return None
+    loader = yaml.SafeLoader("")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise SpecError([Problem("", f"cannot read the spec: {reason}")], str(path), "invalid spec") from None
-    return parse_requirements(text, str(path))
+        return loader.construct_document(root)
+    finally:
+        loader.dispose()
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _read_spec(path: Path) -> str:
+    """The text of a regular file of at most MAX_SPEC_BYTES, read without blocking on FIFOs or devices."""
+
+    def refuse(message: str) -> SpecError:
+        return SpecError([Problem("", message)], str(path), "invalid spec")
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise refuse(f"cannot read the spec: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise refuse(f"the spec is {kind}; expected a regular YAML file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_SPEC_BYTES:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_SPEC_BYTES:
+            raise refuse(f"the spec is larger than {MAX_SPEC_BYTES} bytes; expected a YAML file of a few KB")
+    except OSError as exc:
+        raise refuse(f"cannot read the spec: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise refuse(f"the spec is not UTF-8 text (byte {exc.start}); expected a UTF-8 YAML file") from None
+
+
+def load_requirements(path: Path) -> Requirements:
+    """Read and parse a spec file; a missing, unreadable, special or oversized file is a SpecError too."""
+    return parse_requirements(_read_spec(path), str(path))
 
 
 def requirement_lines(path: Path) -> dict[str, int]:
     """Dotted spec path -> line, for pointing planner errors and provenance at the file."""
     try:
-        lines = _line_map(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        lines = _line_map(_read_spec(path))
+    except (SpecError, _Refused, yaml.YAMLError):
         return {}
     return {".".join(str(p) for p in k): v for k, v in lines.items() if k}

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from blueprints.units import Bound, Duration, Rate, Ratio, Size, lower, upper
 
 API_VERSION = "clustersmith/v1alpha1"
+LAB_MEMORY_MIN = Size.parse("1GiB")
+LAB_MEMORY_MAX = Size.parse("64GiB")
 Accelerator = Literal["H100-SXM", "H200", "B200", "A100", "L40S"]
 
 
@@ -43,7 +45,8 @@ class Business(_Strict):
     domain: Literal["cv", "llm", "recsys"] = Field(description="Model family; shapes I/O and NCCL choices")
     description: str = Field(default="", description="Free text for humans")
     model_updates_per_day: int | None = Field(
-        default=None, ge=0, description="How often new model versions are pushed to serving (inference, mixed)"
+        default=None, ge=0, le=100_000,  # about one a second, well past any release process
+        description="How often new model versions are pushed to serving (inference, mixed)"
     )
 
 
@@ -93,7 +96,7 @@ class NetworkTargets(_Strict):
 
 class ServingTargets(_Strict):
     p99_latency: Annotated[Bound, upper(Duration)] = Field(description="Serving p99 latency, e.g. <50ms")
-    qps_per_gpu: int = Field(gt=0, description="Sustained queries per second per GPU")
+    qps_per_gpu: int = Field(gt=0, le=10_000_000, description="Sustained queries per second per GPU")
 
 
 class Performance(_Strict):
@@ -133,7 +136,15 @@ class LabTarget(_Strict):
     clients: int = Field(default=2, ge=1, le=4, description="GPU-client VMs (no GPU inside)")
     storage_targets: int = Field(default=1, ge=1, le=2, description="Storage-target VMs")
     rails: int = Field(default=2, ge=1, le=4, description="Rails: private L2 segments, one NIC per VM each")
-    memory: Size = Field(default=Size.parse("2GiB"), description="Memory per VM")
+    memory: Size = Field(default=Size.parse("2GiB"), description="Memory per VM, 1GiB to 64GiB")
+
+    @model_validator(mode="after")
+    def _memory_fits(self) -> LabTarget:
+        # The guest's root file system is an initramfs held in its memory, so below 1 GiB it does not boot
+        # (the lab plan's floor is 512 MiB for the image alone); above 64 GiB no lab host (2 cores) has it.
+        if not LAB_MEMORY_MIN.value <= self.memory.value <= LAB_MEMORY_MAX.value:
+            raise RuleError("memory", f"memory {self.memory} per VM; expected {LAB_MEMORY_MIN} to {LAB_MEMORY_MAX}")
+        return self
 
 
 Target = Annotated[

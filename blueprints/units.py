@@ -6,7 +6,8 @@ Decimal and binary prefixes stay distinct (1 TB = 10**12 B, 1 TiB = 2**40 B); ``
 ``b`` is bits. Every value keeps the text it was parsed from, so it round-trips to what the user wrote.
 
 The classes plug into pydantic: a field annotated ``Size`` accepts ``"500TB"`` (or a plain number of
-bytes) and serialises back to the string.
+bytes) and serialises back to the string. Rates and durations need their unit (``"<100"`` is refused, not
+read as seconds), and every kind has a largest value, so no arithmetic on it overflows.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class Quantity:
     example: ClassVar[str] = ""
     units: ClassVar[dict[str, float]] = {}
     bare_unit: ClassVar[str | None] = None  # unit assumed for a bare number, None: SI base
+    needs_unit: ClassVar[bool] = False  # a bare number is refused: "100" as a latency means nothing
+    maximum: ClassVar[float] = math.inf  # largest value in base units; beyond it arithmetic loses meaning
 
     @classmethod
     def parse(cls, raw: object) -> Self:
@@ -57,15 +60,24 @@ class Quantity:
         if isinstance(raw, bool) or raw is None:
             raise UnitError(f"expected a {cls.kind} such as {cls.example!r}")
         if isinstance(raw, int | float):
-            if not math.isfinite(raw) or raw < 0:
+            if cls.needs_unit:
+                raise UnitError(f"{raw!r} has no unit; expected a {cls.kind} with its unit, such as {cls.example!r}")
+            try:
+                value = float(raw)
+            except OverflowError:
+                value = math.inf
+            if not math.isfinite(value) or value < 0:
                 raise UnitError(f"expected a non-negative {cls.kind} such as {cls.example!r}")
-            return cls(float(raw), cls._render(float(raw)))
+            return cls._checked(value, cls._render(value), raw)
         if not isinstance(raw, str):
             raise UnitError(f"expected a {cls.kind} such as {cls.example!r}")
         m = _QUANTITY.match(raw)
         if not m:
             raise UnitError(f"expected a {cls.kind} such as {cls.example!r}")
         unit = m.group("unit").replace("µ", "μ")
+        if unit == "" and cls.needs_unit:
+            raise UnitError(f"{raw.strip()!r} has no unit; expected a {cls.kind} with its unit, such as "
+                            f"{cls.example!r}")
         if unit == "" and cls.bare_unit is not None:
             unit = cls.bare_unit
         if unit not in cls.units:
@@ -74,7 +86,14 @@ class Quantity:
         value = float(m.group("num")) * cls.units[unit]
         if not math.isfinite(value):
             raise UnitError(f"expected a finite {cls.kind} such as {cls.example!r}")
-        return cls(value, raw.strip())
+        return cls._checked(value, raw.strip(), raw)
+
+    @classmethod
+    def _checked(cls, value: float, text: str, raw: object) -> Self:
+        if value > cls.maximum:
+            raise UnitError(f"{cls.kind} {str(raw).strip()!r} is above the largest clustersmith plans for, "
+                            f"{cls._render(cls.maximum)}; expected a {cls.kind} such as {cls.example!r}")
+        return cls(value, text)
 
     @classmethod
     def _render(cls, value: float) -> str:
@@ -135,6 +154,7 @@ class Size(Quantity):
     example = "500TB"
     units = {**_prefixed("B"), **_prefixed("b", 1 / 8)}
     bare_unit = "B"
+    maximum = 1e21  # 1 ZB: a thousand times the largest data sets (EB); products of sizes stay finite
 
     @classmethod
     def _render(cls, value: float) -> str:
@@ -152,7 +172,8 @@ class Rate(Quantity):
         **{k + "bps": v for k, v in _prefixed("", 1 / 8).items() if k},
         **{p: f / 8 for p, f in _DECIMAL.items() if p and p != "k"},  # link speeds: 400G, 100M
     }
-    bare_unit = "B/s"
+    needs_unit = True  # "100" could be B/s, GB/s or Gb/s
+    maximum = 1e18  # 1 EB/s: a thousand times the largest storage systems built (~1 TB/s-1 PB/s)
 
     @classmethod
     def _render(cls, value: float) -> str:
@@ -171,7 +192,8 @@ class Duration(Quantity):
     example = "100us"
     units = {"ns": 1e-9, "us": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0,
              "h": 3600.0, "d": 86400.0}
-    bare_unit = "s"
+    needs_unit = True  # "<100" could be 100 us or 100 s: a check that always passes
+    maximum = 366 * 86400.0  # a year: longer than any latency target or monitoring window
 
     @classmethod
     def _render(cls, value: float) -> str:

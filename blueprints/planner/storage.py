@@ -26,11 +26,20 @@ from blueprints.blueprint import (
     traced,
 )
 from blueprints.catalog import ManagedFileSystem, StorageServer
+from blueprints.errors import InfeasibleError, Problem
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.planner.hosts import storage_group
 from blueprints.spec import LabTarget
 from blueprints.units import Duration, Rate, Ratio, Size
 
+# The most servers one tier may plan. The Blueprint lists every storage server as a host (and every hot server
+# as an NVMe-oF subsystem), and a 100,000-GPU spec must plan and render in seconds (DESIGN.md). 10,000 holds the
+# hot tier that the storage NICs of 100,000 GPUs can feed (12,500 nodes x 40 GB/s / ~100 GB/s per server, about
+# 5,000) twice over; a tier past it is a storage system clustersmith was neither designed nor tested for.
+MAX_STORAGE_NODES = 10_000
+# The smallest client cache planned: a hot set of a few bytes (hot_fraction 1e-30) would size a cache of 0 bytes,
+# which dm-cache cannot build; 64 MiB is the smallest cache that holds a few of its 512 KiB blocks per job.
+MIN_CACHE = Size.parse("64MiB")
 EC_PROFILES = ((8, 2), (6, 3), (4, 2))  # widest first; raw multipliers 1.25, 1.5, 1.5
 REPLICAS = 3
 RDMA_SMALL_MESSAGE = Duration.parse("2us")  # ib_read_lat ~1-2 us (field-numbers 8)
@@ -64,7 +73,7 @@ def _server_rates(ctx: PlanContext, server: StorageServer) -> tuple[Rate, Rate, 
 
 def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float, usable_spec: list[str],
                usable_formula: str, read_target: float = 0.0, write_target: float = 0.0,
-               fixed_nodes: int | None = None) -> TierPlan:
+               fixed_nodes: int | None = None, problems: list[Problem] | None = None) -> TierPlan:
     """Size one tier: for each protection option, the nodes that read, write (amplified by the
     code's multiplier), raw capacity and failure domains need; keep the option needing fewest nodes,
     then the least raw capacity."""
@@ -97,6 +106,13 @@ def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float
         ranked = sorted(((*need(o), o) for o in options if o.scheme != "none"),
                         key=lambda t: (t[0], t[2].multiplier))
         nodes, why, chosen = ranked[0]
+        if nodes > MAX_STORAGE_NODES and problems is not None:
+            n_write = ceil_div(write_target * chosen.multiplier, per_write.value) if write_target else 0
+            n_cap = ceil_div(chosen.raw.value, per_cap.value)
+            driver = max((n_read, "performance.storage.read_throughput"),
+                         (n_write, "performance.storage.write_throughput"), (n_cap, usable_spec[0]))[1]
+            problems.append(Problem(driver, f"the {name} tier needs {nodes} storage servers (" + "; ".join(why)
+                                    + f"); expected at most {MAX_STORAGE_NODES} per tier"))
     return TierPlan(
         name=name,
         media=server.drive,
@@ -116,28 +132,51 @@ def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float
     )
 
 
-def _check_latency(ctx: PlanContext, hot: TierPlan) -> None:
+def _check_latency(ctx: PlanContext, hot: TierPlan) -> list[Problem]:
     target = ctx.req.performance.storage.latency_p99
     if hot.read_latency is None:
-        return
+        return []
     floor = hot.read_latency.value + RDMA_SMALL_MESSAGE.value
     if floor >= target.value:
-        raise ctx.infeasible(
+        return [Problem(
             "performance.storage.latency_p99",
             f"latency_p99 {target} cannot be met: the hot tier's media ({hot.media}) reads 4k in "
             f"{hot.read_latency} plus ~{RDMA_SMALL_MESSAGE} on the wire = {Duration.of(floor)}",
-        )
+        )]
+    return []
 
 
-def _check_client_ingest(ctx: PlanContext, compute: ComputePlan) -> None:
+def client_write_per_node(compute: ComputePlan) -> tuple[Rate, str]:
+    """What one GPU node can send to storage: its storage NICs at line rate (cloud instances: their GPU
+    network, which carries the managed file system's traffic)."""
+    if compute.storage_nics:
+        per = compute.storage_nics * compute.storage_nic_speed.value
+        return Rate.of(per), f"{compute.storage_nics} storage NIC(s) x {compute.storage_nic_speed}"
+    per = compute.rails.value * compute.rail_speed.value
+    return Rate.of(per), f"{compute.rails.value} network interface(s) x {compute.rail_speed}"
+
+
+def _check_client_ingest(ctx: PlanContext, compute: ComputePlan) -> list[Problem]:
+    """The GPU nodes bound both throughput targets: read by what a node ingests, write by its storage NICs."""
+    problems: list[Problem] = []
     target = ctx.req.performance.storage.read_throughput
     can = compute.nodes.value * compute.storage_read_per_node.value
     if can < target.value:
-        raise ctx.infeasible(
+        problems.append(Problem(
             "performance.storage.read_throughput",
             f"read_throughput {target} cannot be met: {compute.nodes.value} GPU nodes x "
             f"{compute.storage_read_per_node} per node = {Rate.of(can)}",
-        )
+        ))
+    write = ctx.req.performance.storage.write_throughput
+    per, how = client_write_per_node(compute)
+    can_write = compute.nodes.value * per.value
+    if write is not None and can_write < write.value:
+        problems.append(Problem(
+            "performance.storage.write_throughput",
+            f"write_throughput {write} cannot be met: {compute.nodes.value} GPU nodes x {how} = "
+            f"{Rate.of(can_write)}; expected at most {Rate.of(can_write)}",
+        ))
+    return problems
 
 
 def _nvmeof(ctx: PlanContext, compute: ComputePlan, hot: TierPlan) -> NvmeofPlan | None:
@@ -176,7 +215,7 @@ def _cache(ctx: PlanContext, compute: ComputePlan) -> CachePlan:
     hot_total = req.data.training_set.value * req.data.hot_fraction.value
     per_node_hot = hot_total / max(compute.nodes.value, 1)
     local = compute.local_nvme.value
-    size = min(local, per_node_hot) if per_node_hot else local
+    size = max(min(local, per_node_hot), min(local, MIN_CACHE.value)) if per_node_hot else local
     streaming = req.business.domain in ("cv", "llm")
     return CachePlan(
         mode=traced("writethrough", ["business.type"], "cache.writethrough_for_read_mostly",
@@ -205,14 +244,19 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan) -> StoragePlan:
     read_t = req.performance.storage.read_throughput.value
     write_b = req.performance.storage.write_throughput
     write_t = write_b.value if write_b else 0.0
-    _check_client_ingest(ctx, compute)
+    problems = _check_client_ingest(ctx, compute)
     data_spec = ["data.training_set", "data.hot_fraction"] + (["data.checkpoint_size"] if ckpt else [])
     hot_usable = train * hot_fraction + 2 * ckpt
     hot_formula = f"{req.data.training_set} x {req.data.hot_fraction}" + (
         f" + 2 x {req.data.checkpoint_size} checkpoints" if ckpt else "") + f" = {Size.of(hot_usable)}"
 
     if ctx.is_cloud:
-        return _managed(ctx, compute, train + val + 2 * ckpt, read_t, write_t)
+        try:
+            managed = _managed(ctx, compute, train + val + 2 * ckpt, read_t, write_t)
+        except InfeasibleError as exc:
+            problems += exc.problems
+        _raise_all(ctx, problems)
+        return managed
 
     tiers: list[TierPlan] = []
     local = compute.nodes.value * compute.local_nvme.value
@@ -232,8 +276,9 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan) -> StoragePlan:
         hot = _size_tier(ctx, "hot", "lab-target", hot_usable, data_spec, hot_formula,
                          fixed_nodes=req.target.storage_targets)
     else:
-        hot = _size_tier(ctx, "hot", "nvme-tlc-server", hot_usable, data_spec, hot_formula, read_t, write_t)
-    _check_latency(ctx, hot)
+        hot = _size_tier(ctx, "hot", "nvme-tlc-server", hot_usable, data_spec, hot_formula, read_t, write_t,
+                         problems=problems)
+    problems += _check_latency(ctx, hot)
     tiers.append(hot)
     if not ctx.is_lab:
         warm_usable = train * (1 - hot_fraction) + val
@@ -241,11 +286,13 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan) -> StoragePlan:
             ctx, "warm", "nvme-qlc-server", warm_usable,
             ["data.training_set", "data.hot_fraction", "data.validation_set"],
             f"{req.data.training_set} x (1 - {req.data.hot_fraction}) + {req.data.validation_set} "
-            f"= {Size.of(warm_usable)}"))
+            f"= {Size.of(warm_usable)}", problems=problems))
         cold_usable = train + val
         tiers.append(_size_tier(
             ctx, "cold", "hdd-server", cold_usable, ["data.training_set", "data.validation_set"],
-            f"archive copy: {req.data.training_set} + {req.data.validation_set} = {Size.of(cold_usable)}"))
+            f"archive copy: {req.data.training_set} + {req.data.validation_set} = {Size.of(cold_usable)}",
+            problems=problems))
+    _raise_all(ctx, problems)
     write_cap = Rate.of(hot.nodes.value * _server_rates(ctx, ctx.catalog.storage_servers[hot.server])[1].value)
     return StoragePlan(
         managed_service=None,
@@ -256,6 +303,12 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan) -> StoragePlan:
         nvmeof=_nvmeof(ctx, compute, hot),
         cache=_cache(ctx, compute),
     )
+
+
+def _raise_all(ctx: PlanContext, problems: list[Problem]) -> None:
+    """Every infeasible target at once, in the spec's order."""
+    if problems:
+        raise InfeasibleError(problems, ctx.spec_file, "targets cannot be met")
 
 
 def managed_capacity(fs: ManagedFileSystem, need: float) -> float:

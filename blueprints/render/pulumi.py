@@ -18,6 +18,7 @@ import jinja2
 
 from blueprints.blueprint import Blueprint
 from blueprints.hosts import expand
+from blueprints.textsafe import yaml_str
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "pulumi"
 SECRET_KEYS = ("clustersmith:maasApiKey",)
@@ -29,7 +30,8 @@ def _env() -> jinja2.Environment:
 
 
 def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A YAML double-quoted scalar that reads back as ``value``, whatever characters it holds."""
+    return yaml_str(value)
 
 
 def stack_config(bp: Blueprint) -> tuple[dict[str, str], list[str]]:
@@ -80,7 +82,7 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
     description = target.description or f"clustersmith design {bp.name}"
     files: dict[str, str] = {
         "Pulumi.yaml": env.get_template("Pulumi.yaml.j2").render(bp=bp, provider=target.provider,
-                                                                 description=description.replace('"', "'")),
+                                                                 description=yaml_str(description)),
         f"Pulumi.{bp.name}.yaml": env.get_template("Pulumi.stack.yaml.j2").render(bp=bp, config=config,
                                                                                   notes=notes),
         "__main__.py": env.get_template("__main__.py.j2").render(),
