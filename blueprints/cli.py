@@ -1,6 +1,7 @@
 """The ``clustersmith`` command line.
 
-Exit codes: 0 success, 1 a check failed (accept), 2 bad input (spec, Blueprint, arguments), 130 Ctrl-C.
+Exit codes: 0 success, 1 a check failed (accept), 2 bad input (spec, Blueprint, arguments, an output folder that
+build did not write), 130 Ctrl-C, 143 SIGTERM (blueprints.signals).
 Bad input prints every problem with file, line, path, value and what was expected, and writes nothing.
 The commands defined here plan and build; the ones that drive a later stage (lab, deploy, inventory, accept, parse)
 live with that stage and are registered in pyproject.toml's ``clustersmith.commands`` entry points
@@ -71,9 +72,13 @@ def plan_cmd(spec: Path) -> None:
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path, file_okay=False), default=Path("out"),
               show_default=True, help="Folder the build folder <name>/ is written into")
 def build(spec: Path, output: Path) -> None:
-    """Write out/<name>/: blueprint.yaml and everything rendered from it."""
+    """Write out/<name>/: blueprint.yaml and everything rendered from it.
+
+    Only into a folder build wrote (its .clustersmith-build marker names the Blueprint) or an empty or absent
+    one; a rebuild swaps the generated tree at once and keeps what users and later steps wrote there.
+    """
     bp = plan_file(spec)
-    folder, files = render_build(bp, output)
+    folder, files = render_build(bp, output, notice=lambda line: out.print(f"[yellow]{line}[/]", highlight=False))
     out.print(f"[green]built[/] {folder} ({len(files)} files)")
     for f in files:
         out.print(f"  {f}")

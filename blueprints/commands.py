@@ -3,11 +3,13 @@
 A package contributes click commands by naming them in the ``clustersmith.commands`` entry-point group of
 pyproject.toml; ``RegistryGroup`` loads one only when it is called or listed, so the planner's CLI imports neither
 stacks nor validators. ``run`` gives every entry point (``clustersmith``, ``python -m stacks``, ``python -m
-validators``) the same exit codes: 0 success, 1 a check failed, 2 bad input, 130 interrupted.
+validators``) the same exit codes: 0 success, 1 a check failed, 2 bad input, 130 interrupted (Ctrl-C), 143
+terminated (SIGTERM), each with one line and no traceback (blueprints.signals).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 from importlib.metadata import EntryPoint, entry_points
 
@@ -15,6 +17,7 @@ import click
 from rich.console import Console
 
 from blueprints.errors import ClusterSmithError
+from blueprints.signals import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, install
 
 GROUP = "clustersmith.commands"
 INSTALL_HINT = "reinstall clustersmith (`pip install -e .` in the repository) so its entry points are current"
@@ -86,8 +89,10 @@ class RegistryGroup(click.Group):
 
 def run(group: click.Group, prog_name: str | None = None) -> None:
     """Run a command line with the project's exit codes; bad input and setup errors print a message, never a
-    traceback."""
+    traceback. SIGTERM is handled for the call (and the caller's handler put back afterwards)."""
     err = Console(stderr=True, soft_wrap=True)
+    previous = signal.getsignal(signal.SIGTERM)
+    install()
     try:
         group.main(prog_name=prog_name, standalone_mode=False)
     except ClusterSmithError as exc:
@@ -96,10 +101,16 @@ def run(group: click.Group, prog_name: str | None = None) -> None:
         sys.exit(2)
     except click.exceptions.Abort:
         err.print("aborted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
     except KeyboardInterrupt:
         err.print("interrupted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
+    except Terminated:
+        err.print("terminated")
+        sys.exit(EXIT_TERMINATED)
+    finally:
+        if previous is not None:  # None: a handler not set from Python, which cannot be put back
+            signal.signal(signal.SIGTERM, previous)

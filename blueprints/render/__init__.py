@@ -1,23 +1,65 @@
 """Renderers: write a build folder from a Blueprint. They write files and never decide.
 
 Each renderer is a module in this package with a function ``render(blueprint, folder) -> list of
-written paths`` (``blueprint.yaml`` first, the rest by module name). ``build`` runs them all into a
-temporary folder and moves it into place only when every one succeeded, so a failed build leaves
-nothing behind. Templates live in ``blueprints/templates/<renderer>/``.
+written paths`` (``blueprint.yaml`` first, the rest by module name). Templates live in
+``blueprints/templates/<renderer>/``.
+
+The build folder ``<out>/<name>/`` holds two kinds of things that live apart:
+
+- what ``build`` generates, as one tree ``.generated/<id>/`` that ``.generated/current`` (a symlink) names. The
+  folder's usual paths reach it through links that never change: ``blueprint.yaml`` ->
+  ``.generated/current/blueprint.yaml``, and in each top-level folder one link per generated entry
+  (``ansible/site.yml``, ``ansible/group_vars``, ``acceptance/plan.yaml``, ``monitoring/rules``, ``pulumi/...``).
+  The top-level folders themselves (``ansible/``, ``acceptance/``, ``monitoring/``, ``pulumi/``, ``switch/``) are
+  real folders.
+- what users and later steps write, as real files beside those links, which ``build`` never touches:
+  ``ansible/host_vars/``, ``ansible/inventory.yml`` once ``lab up``, ``deploy`` or ``inventory --from-stack``
+  has written it (they replace the link with a file), ``acceptance/runs/<time>/`` and ``acceptance/report/``,
+  ``deploy/`` (state.json, outputs) and ``lab/`` (the running lab's state, disks and sockets).
+
+A rebuild renders into a new ``.generated/<id>/``, adds any missing link, then swaps ``current`` with one
+rename(2): a kill at any moment leaves the old or the new generated tree whole, and the next build removes the
+leftovers (unreferenced trees and temporary links under ``.generated/``). A path where a generated entry
+belongs but that holds a real file (or a link of someone else's) is kept and reported, never replaced.
+
+``build`` writes only into a folder it wrote: an absent or empty one, or one whose ``.clustersmith-build``
+marker names this Blueprint and this layout's format. Any other folder is refused as bad input (exit 2) with
+nothing changed. A lock (``.generated/lock``) keeps two builds of one folder from running at once. A first build
+that fails or is interrupted before its swap removes what it wrote.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import importlib
+import itertools
+import os
 import pkgutil
 import shutil
+import sys
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import yaml
+
 from blueprints.blueprint import Blueprint, dump_blueprint
+from blueprints.errors import ClusterSmithError, Problem
 
 Renderer = Callable[[Blueprint, Path], list[Path]]
+Notice = Callable[[str], None]
+
+MARKER = ".clustersmith-build"  # the folder's claim: name and format; build replaces only folders holding it
+GENERATED = ".generated"  # the generated trees, the ``current`` link, the lock and temporary links
+FORMAT = 1  # of the layout above; a marker of another format is refused rather than guessed at
+PAUSE_ENV = "CLUSTERSMITH_BUILD_PAUSE"  # tests: a step name at which build stops a while (see _pause)
+STEPS = ("locked", "staged", "linked", "swapped")
+_OURS = f"{GENERATED}/current/"  # every link build makes points through this, relative to its folder
+_OPTION = "-o/--output"
+_SERIAL = itertools.count()  # names of temporary links, unique in this process
 
 
 def render_blueprint(bp: Blueprint, folder: Path) -> list[Path]:
@@ -39,31 +81,217 @@ def renderers() -> list[Renderer]:
     return found
 
 
-def build(bp: Blueprint, out_root: Path) -> tuple[Path, list[Path]]:
-    """Render every artefact into ``out_root/<name>``, atomically. Returns the folder and the files."""
-    out_root.mkdir(parents=True, exist_ok=True)
+def generated_tree(folder: Path) -> Path:
+    """The generated tree a build folder's ``current`` link names (what ``build`` wrote last, whole)."""
+    return (folder / GENERATED / "current").resolve()
+
+
+def build(bp: Blueprint, out_root: Path, notice: Notice | None = None) -> tuple[Path, list[Path]]:
+    """Render every artefact into ``out_root/<name>`` (layout: module doc). Returns the folder and the files, as
+    paths through the folder's links; ``notice`` hears of each generated path kept because something else is
+    there."""
     final = out_root / bp.name
-    staging = Path(tempfile.mkdtemp(prefix=f".{bp.name}.", dir=out_root))
     try:
-        written: list[Path] = []
-        for renderer in renderers():
-            written += renderer(bp, staging)
-        _preserve_lab_state(final, staging)
-        if final.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{bp.name}.old.", dir=out_root))
-            final.rename(old / "x")
-            staging.rename(final)
-            shutil.rmtree(old)
-        else:
-            staging.rename(final)
+        return _build(bp, final, notice or (lambda _: None))
+    except OSError as exc:
+        where = exc.filename or final
+        raise ClusterSmithError([Problem(_OPTION, f"cannot write the build folder {final}: "
+                                         f"{exc.strerror or exc} ({where}); expected a folder this user can write "
+                                         f"on a file system with free space", value=str(out_root))],
+                                title="cannot build") from exc
+
+
+def _build(bp: Blueprint, final: Path, notice: Notice) -> tuple[Path, list[Path]]:
+    fresh = _claim(final, bp.name)  # None: claimed by an earlier build; else how this one found it
+    swapped = False
+    try:
+        with _locked(final):
+            gen = final / GENERATED
+            _clean_leftovers(gen)
+            _pause("locked")
+            staging = Path(tempfile.mkdtemp(prefix="new-", dir=gen))
+            staging.chmod(0o755)  # mkdtemp's 0700 would hide the tree from the user's other accounts (CI, Ansible)
+            try:
+                written: list[Path] = []
+                for renderer in renderers():
+                    written += renderer(bp, staging)
+                _pause("staged")
+                kept = _link(final, staging)
+                _pause("linked")
+                old = _swap(gen, staging)
+                swapped = True
+            except BaseException:
+                if not swapped:
+                    shutil.rmtree(staging, ignore_errors=True)
+                raise
+            _pause("swapped")
+            _unlink_stale(final)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if fresh is not None and not swapped:
+            _unclaim(final, fresh)
         raise
-    return final, [final / p.relative_to(staging) for p in written]
+    for path in kept:
+        notice(f"kept {path}: a real file or a foreign link is where build would link the generated one "
+               f"({_OURS}{path.relative_to(final).as_posix()}); remove it to get the generated file")
+    files = [final / p.relative_to(staging) for p in written]
+    return final, [f for f in files if not any(f == k or k in f.parents for k in kept)]
 
 
-def _preserve_lab_state(final: Path, staging: Path) -> None:
-    """Carry over runtime state a rebuild must not wipe: a running lab's state under lab/."""
-    state = final / "lab"
-    if state.is_dir() and not (staging / "lab").exists():
-        state.rename(staging / "lab")  # a move keeps the running VMs' sockets at the same final path
+def _refuse(final: Path, why: str) -> ClusterSmithError:
+    return ClusterSmithError([Problem(_OPTION, f"{final} {why}; build replaces only a folder it wrote (one whose "
+                                      f"{MARKER} names the Blueprint): choose another -o, or move that folder away",
+                                      value=str(final))], title="refusing to build")
+
+
+def _claim(final: Path, name: str) -> str | None:
+    """Make ``final`` this Blueprint's build folder, or refuse. Returns None when it was one already, else
+    ``"made"`` (it did not exist) or ``"empty"``, for ``_unclaim``."""
+    if final.is_symlink() or (final.exists() and not final.is_dir()):
+        raise _refuse(final, "is not a folder")
+    marker = final / MARKER
+    if marker.is_file() and not marker.is_symlink():
+        try:
+            claim = yaml.safe_load(marker.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise _refuse(final, f"has a {MARKER} that cannot be read ({exc})") from exc
+        if not isinstance(claim, dict) or claim.get("name") != name:
+            got = claim.get("name") if isinstance(claim, dict) else claim
+            raise _refuse(final, f"has a {MARKER} naming Blueprint {got!r}, not {name!r}")
+        if claim.get("format") != FORMAT:
+            raise _refuse(final, f"has a {MARKER} of layout format {claim.get('format')!r}; this clustersmith "
+                                 f"writes format {FORMAT}")
+        return None
+    if final.is_dir() and any(final.iterdir()):
+        raise _refuse(final, f"holds files and no {MARKER} (a build by a clustersmith older than the marker has "
+                             f"none either: after `clustersmith lab down` for a lab, remove it and rebuild)")
+    made = not final.exists()
+    final.mkdir(parents=True, exist_ok=True)
+    tmp = final / f"{MARKER}.tmp"
+    tmp.write_text(f"# clustersmith build folder of Blueprint {name}: `clustersmith build` replaces only what it\n"
+                   f"# generated here ({GENERATED}/ and the links to it). Do not edit.\n"
+                   + yaml.safe_dump({"name": name, "format": FORMAT}, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, marker)
+    return "made" if made else "empty"
+
+
+def _unclaim(final: Path, fresh: str) -> None:
+    """Take back what a failed first build wrote: the folder it made, or everything in the empty one it found."""
+    if fresh == "made":
+        shutil.rmtree(final, ignore_errors=True)
+        return
+    for entry in final.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+@contextmanager
+def _locked(final: Path) -> Iterator[None]:
+    gen = final / GENERATED
+    gen.mkdir(exist_ok=True)
+    fd = os.open(gen / "lock", os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            raise ClusterSmithError([Problem(_OPTION, f"another `clustersmith build` is writing {final} now; "
+                                             f"expected one build per folder at a time: wait for it",
+                                             value=str(final))], title="refusing to build") from exc
+        yield
+    finally:
+        os.close(fd)
+
+
+def _clean_leftovers(gen: Path) -> None:
+    """Remove what an interrupted build left under ``.generated/``: every tree but the current one, temp links."""
+    current = gen / "current"
+    keep = {"lock", "current", os.readlink(current) if current.is_symlink() else ""}
+    for entry in gen.iterdir():
+        if entry.name in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _pause(step: str) -> None:
+    """A test hook: with CLUSTERSMITH_BUILD_PAUSE=<step>, say so on stderr and wait 30 s, to be signalled there."""
+    if os.environ.get(PAUSE_ENV) == step:
+        sys.stderr.write(f"build paused at {step}\n")
+        sys.stderr.flush()
+        time.sleep(30)
+
+
+def _link(final: Path, staging: Path) -> list[Path]:
+    """Give every generated entry its link (top-level files; the children of top-level folders). Returns the
+    paths kept because something that is not build's is there."""
+    gen = final / GENERATED
+    kept: list[Path] = []
+    for entry in sorted(staging.iterdir()):
+        here = final / entry.name
+        if not entry.is_dir():
+            kept += _ensure_link(gen, here, f"{_OURS}{entry.name}")
+            continue
+        if here.is_symlink() or (here.exists() and not here.is_dir()):
+            kept.append(here)
+            continue
+        here.mkdir(exist_ok=True)
+        for child in sorted(entry.iterdir()):
+            kept += _ensure_link(gen, here / child.name, f"../{_OURS}{entry.name}/{child.name}")
+    return kept
+
+
+def _ensure_link(gen: Path, path: Path, target: str) -> list[Path]:
+    if path.is_symlink():
+        now = os.readlink(path)
+        if now == target:
+            return []
+        if _OURS not in now:
+            return [path]
+    elif path.exists():
+        return [path]
+    tmp = gen / f"link-{os.getpid()}-{next(_SERIAL)}"
+    os.symlink(target, tmp)
+    os.replace(tmp, path)
+    return []
+
+
+def _swap(gen: Path, staging: Path) -> Path | None:
+    """Point ``current`` at ``staging`` with one rename; returns the tree it named before."""
+    current = gen / "current"
+    old = gen / os.readlink(current) if current.is_symlink() else None
+    tmp = gen / f"link-current-{staging.name}"
+    os.symlink(staging.name, tmp)
+    os.replace(tmp, current)
+    dir_fd = os.open(gen, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return old
+
+
+def _unlink_stale(final: Path) -> None:
+    """Remove build's links whose entry the new tree no longer has, and a top-level folder left empty by that."""
+    for top in sorted(final.iterdir()):
+        if top.name in (GENERATED, MARKER):
+            continue
+        if top.is_symlink():
+            _unlink_if_stale(top)
+        elif top.is_dir():
+            removed = [child for child in sorted(top.iterdir()) if child.is_symlink() and _unlink_if_stale(child)]
+            if removed and not any(top.iterdir()):
+                top.rmdir()
+
+
+def _unlink_if_stale(path: Path) -> bool:
+    if _OURS in os.readlink(path) and not path.exists():
+        path.unlink()
+        return True
+    return False

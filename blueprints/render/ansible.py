@@ -7,12 +7,12 @@
   it variables (no ``nvmeof`` play where the cloud provider serves storage). Add a role by adding a row.
 - inventory.yml: on non-lab targets, one host per planned machine with placeholders to fill in
   (format: ``blueprints/templates/ansible/README.md``). On the lab, ``clustersmith lab up`` writes it
-  with the real ports; a rebuild while that lab runs carries it over instead of dropping it.
+  with the real ports. ``lab up``, ``deploy`` and ``inventory --from-stack`` replace the build's link with a real
+  file, which a rebuild keeps (``blueprints.render``: what build generates and what later steps write).
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -117,15 +117,6 @@ def _indented_yaml(data: Any, indent: int) -> str:
     return "\n".join(pad + line if line else line for line in text.rstrip("\n").split("\n"))
 
 
-def _running_lab_inventory(bp: Blueprint, folder: Path) -> Path | None:
-    """The inventory a running lab wrote into the build folder this one replaces (see module doc)."""
-    final = folder.parent / bp.name
-    written = final / "ansible" / "inventory.yml"
-    if (final / "lab" / "state.json").is_file() and written.is_file():
-        return written
-    return None
-
-
 def render(bp: Blueprint, folder: Path) -> list[Path]:
     out = folder / "ansible"
     out.mkdir(parents=True, exist_ok=True)
@@ -146,8 +137,4 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
         path = out / "inventory.yml"
         path.write_text(inventory(bp), encoding="utf-8")
         written.append(path)
-    else:
-        running = _running_lab_inventory(bp, folder)
-        if running is not None:
-            written.append(Path(shutil.copy2(running, out / "inventory.yml")))
     return written
