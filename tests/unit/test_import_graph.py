@@ -157,6 +157,7 @@ def test_no_import_circles() -> None:
 LAYERS = (
     ("blueprints.errors", "blueprints.units", "blueprints.hosts", "blueprints.lab_plan", "blueprints.catalog",
      "blueprints.signals",  # SIGINT/SIGTERM exit codes: the standard library only, installed before anything
+     "blueprints.textsafe",  # escaping user text for the generated files' formats
      "blueprints.commands"),  # the command registry: it finds stacks' and validators' commands by entry point
     ("blueprints.spec", "blueprints.blueprint"),
     ("blueprints.loader", "blueprints.planner", "blueprints.rolevars", "blueprints.explain", "blueprints.summary"),
