@@ -15,11 +15,13 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from validators.errors import parse_error
+from validators.source import MAX_JSON, document, lines
 
 Direction = Literal["read", "write", "trim"]
 DIRECTIONS: tuple[Direction, ...] = ("read", "write", "trim")
@@ -27,7 +29,7 @@ AGGREGATE = "All clients"
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
 
 class ClatNs(_Frozen):
@@ -37,6 +39,17 @@ class ClatNs(_Frozen):
     stddev: float
     percentile: dict[str, float] = Field(default_factory=dict, description='"99.000000" -> ns')
     bins: dict[str, int] = Field(default_factory=dict, description="json+ only: latency ns -> I/O count")
+
+    @field_validator("percentile", "bins")
+    @classmethod
+    def _numeric_keys(cls, value: dict[str, float]) -> dict[str, float]:
+        for key in value:
+            try:
+                if not math.isfinite(float(key)):
+                    raise ValueError
+            except ValueError:
+                raise ValueError(f"expected numeric keys, got {key[:40]!r}") from None
+        return value
 
     def at(self, pct: float) -> float | None:
         """The ``pct`` percentile in ns, if fio reported it."""
@@ -104,7 +117,7 @@ def _document(text: str, source: str) -> dict[str, object]:
         raise parse_error(source, "fio", "(document)", "expected fio JSON output (--output-format=json or json+)",
                           text[:60] or "an empty file")
     decoder = json.JSONDecoder()
-    docs: list[object] = []
+    last: object = None  # only the last complete document is kept
     pos = start
     while pos < len(text):
         pos = text.find("{", pos)
@@ -112,12 +125,13 @@ def _document(text: str, source: str) -> dict[str, object]:
             break
         try:
             doc, pos = decoder.raw_decode(text, pos)
+        except RecursionError:
+            raise parse_error(source, "fio", "(document)", "JSON nested too deeply to be fio output") from None
         except json.JSONDecodeError as exc:
-            if docs:
+            if last is not None:
                 break  # a run cut short after complete status documents: keep the last complete one
             raise parse_error(source, "fio", f"(line {exc.lineno})", f"invalid JSON: {exc.msg}") from None
-        docs.append(doc)
-    last = docs[-1] if docs else None
+        last = doc
     if not isinstance(last, dict):
         raise parse_error(source, "fio", "(document)", "expected a JSON object")
     return last
@@ -148,6 +162,11 @@ def parse_fio(text: str, source: str = "<fio>") -> FioRun:
                   client_server=key == "client_stats")
 
 
+def parse_fio_file(path: Path) -> FioRun:
+    """A fio JSON report, read whole up to ``validators.source.MAX_JSON`` (a report is some hundred KB per job)."""
+    return parse_fio(document(path, "fio JSON output", MAX_JSON), str(path))
+
+
 class BwSample(_Frozen):
     t_ms: int
     kib_s: int = Field(description="KiB/s averaged over the log interval")
@@ -155,8 +174,16 @@ class BwSample(_Frozen):
 
 
 def parse_bw_log(text: str, source: str = "<bw log>") -> tuple[BwSample, ...]:
+    return parse_bw_log_lines(text.splitlines(), source)
+
+
+def parse_bw_log_file(path: Path) -> tuple[BwSample, ...]:
+    return parse_bw_log_lines(lines(path), str(path))
+
+
+def parse_bw_log_lines(text_lines: Iterable[str], source: str = "<bw log>") -> tuple[BwSample, ...]:
     samples = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    for n, line in enumerate(text_lines, start=1):
         if not line.strip():
             continue
         fields = [f.strip() for f in line.split(",")]

@@ -14,12 +14,17 @@ for reference only; the check reads busbw at the large sizes.
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Iterable
+from itertools import chain
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from validators.errors import parse_error
+from validators.errors import ParseError, parse_error
+from validators.source import MAX_JSON, document, lines
 
 TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")
 HEADER_WORDS = {"size", "count", "busbw"}
@@ -35,7 +40,7 @@ Layout = Literal["current", "old", "oldest", "json"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
 
 class NcclBlock(_Frozen):
@@ -73,7 +78,18 @@ class NcclRun(_Frozen):
 
 
 def _number(token: str) -> float | None:
-    return None if token in ("N/A", "nan", "-nan") else float(token)
+    if token in ("N/A", "nan", "-nan"):
+        return None
+    value = float(token)
+    if not math.isfinite(value):
+        raise ValueError(token)
+    return value
+
+
+def _invalid(source: str, tool: str, where: str, exc: ValidationError) -> ParseError:
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in (where, *first["loc"]) if p != "")
+    return parse_error(source, tool, field, first["msg"].lower(), first.get("input"))
 
 
 def _block(names: list[str], tokens: list[str], source: str, line: int) -> NcclBlock:
@@ -86,7 +102,10 @@ def _block(names: list[str], tokens: list[str], source: str, line: int) -> NcclB
             values[key] = _number(token)
         except ValueError:
             raise parse_error(source, "nccl-tests", f"line {line}: {name}", "expected a number", token) from None
-    return NcclBlock.model_validate(values)
+    try:
+        return NcclBlock.model_validate(values)
+    except ValidationError as exc:
+        raise _invalid(source, "nccl-tests", f"line {line}", exc) from None
 
 
 def _layout(header: list[str]) -> Layout:
@@ -96,7 +115,10 @@ def _layout(header: list[str]) -> Layout:
 
 
 def _row(header: list[str], tokens: list[str], source: str, line: int) -> NcclRow:
-    first_time = next(i for i, h in enumerate(header) if h in ("time", "cputime"))
+    first_time = next((i for i, h in enumerate(header) if h in ("time", "cputime")), None)
+    if first_time is None:
+        raise parse_error(source, "nccl-tests", f"line {line}", "the table's header names no time column",
+                          " ".join(header))
     ident, rest = header[:first_time], header[first_time:]
     width = next((i for i, h in enumerate(rest[1:], start=1) if h in ("time", "cputime")), len(rest))
     block_names = rest[:width]
@@ -117,23 +139,38 @@ def _row(header: list[str], tokens: list[str], source: str, line: int) -> NcclRo
                    out_of_place=_block(block_names, oop, source, line), in_place=_block(block_names, ip, source, line))
 
 
-def parse_nccl_text(text: str, source: str = "<nccl-tests>") -> NcclRun:
+def _footer_number(line: str, source: str, n: int) -> str:
+    parts = line.split(":", 1)[1].split() if ":" in line else []
+    if not parts:
+        raise parse_error(source, "nccl-tests", f"line {n}", "expected a number after the colon", line)
+    return parts[0]
+
+
+def parse_nccl_lines(text_lines: Iterable[str], source: str = "<nccl-tests>", start: int = 1) -> NcclRun:
+    """The results table of nccl-tests text output, read a line at a time (memory does not grow with the
+    NCCL INFO lines around it)."""
     header: list[str] | None = None
     rows: list[NcclRow] = []
     ranks = 0
     avg = oob = None
-    for n, raw in enumerate(text.splitlines(), start=1):
+    first = ""
+    for n, raw in enumerate(text_lines, start=start):
         line = TAG.sub("", raw).strip()
+        first = first or line[:60]
         if line.startswith("#"):
             words = line.lstrip("#").split()
-            if set(words) >= HEADER_WORDS:
-                header = words
-            elif words[:1] == ["Rank"]:
-                ranks += 1
-            elif line.startswith("# Avg bus bandwidth"):
-                avg = float(line.split(":", 1)[1].split()[0])
-            elif line.startswith("# Out of bounds values"):
-                oob = int(line.split(":", 1)[1].split()[0])
+            try:
+                if set(words) >= HEADER_WORDS:
+                    header = words
+                elif words[:1] == ["Rank"]:
+                    ranks += 1
+                elif line.startswith("# Avg bus bandwidth"):
+                    avg = _number(_footer_number(line, source, n))
+                elif line.startswith("# Out of bounds values"):
+                    oob = int(_footer_number(line, source, n))
+            except ValueError:
+                raise parse_error(source, "nccl-tests", f"line {n}", "expected a number after the colon",
+                                  line) from None
             continue
         tokens = line.split()
         if len(tokens) < 2 or not tokens[0].isdigit() or not tokens[1].isdigit():
@@ -146,12 +183,15 @@ def parse_nccl_text(text: str, source: str = "<nccl-tests>") -> NcclRun:
                                   line)
             header = known.split()
         rows.append(_row(header, tokens, source, n))
-    if not rows:
+    if not rows or header is None:
         raise parse_error(source, "nccl-tests", "(document)", "expected a results table (a '#  size  count ... busbw' "
-                          "header and data rows)", text[:60] or "an empty file")
-    assert header is not None
+                          "header and data rows)", first or "an empty file")
     return NcclRun(source=source, layout=_layout(header), rows=tuple(rows), ranks=ranks or None, avg_busbw=avg,
                    out_of_bounds=oob)
+
+
+def parse_nccl_text(text: str, source: str = "<nccl-tests>") -> NcclRun:
+    return parse_nccl_lines(text.splitlines(), source)
 
 
 def _json_block(raw: object, per_iter: object, source: str, where: str) -> NcclBlock | None:
@@ -162,10 +202,11 @@ def _json_block(raw: object, per_iter: object, source: str, where: str) -> NcclB
     values = {"time_us": raw.get("time", raw.get("cpu_time")), "algbw": raw.get("alg_bw"),
               "busbw": raw.get("bus_bw"), "wrong": raw.get("nwrong")}
     if isinstance(per_iter, dict):
+        times = per_iter.get("times_us", ())
         values.update(iter_cv_pct=per_iter.get("cv_pct"), iter_p99_us=per_iter.get("p99_us"),
-                      times_us=tuple(per_iter.get("times_us", ())))
+                      times_us=tuple(times) if isinstance(times, list | tuple) else times)
     for key in ("time_us", "algbw", "busbw"):
-        if not isinstance(values[key], int | float):
+        if not isinstance(values[key], int | float) or isinstance(values[key], bool):
             name = {"time_us": "time", "algbw": "alg_bw", "busbw": "bus_bw"}[key]
             raise parse_error(source, "nccl-tests JSON", f"{where}.{name}", "expected a number", values[key])
     return NcclBlock.model_validate(values)
@@ -176,8 +217,10 @@ def parse_nccl_json(text: str, source: str = "<nccl-tests.json>") -> NcclRun:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise parse_error(source, "nccl-tests JSON", f"(line {exc.lineno})", f"invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise parse_error(source, "nccl-tests JSON", "(document)", "nested too deeply to be -J output") from None
     results = doc.get("results") if isinstance(doc, dict) else None
-    if not isinstance(results, list) or not results:
+    if not isinstance(doc, dict) or not isinstance(results, list) or not results:
         raise parse_error(source, "nccl-tests JSON", "results", "expected a non-empty results[] array (-J output)",
                           results)
     rows = []
@@ -187,23 +230,48 @@ def parse_nccl_json(text: str, source: str = "<nccl-tests.json>") -> NcclRun:
             raise parse_error(source, "nccl-tests JSON", f"{where}.size", "expected an integer size in bytes",
                               item.get("size") if isinstance(item, dict) else item)
         root = str(item.get("root", "")).strip()
-        rows.append(NcclRow(
-            size=item["size"], count=int(item.get("count", 0)), type=str(item.get("type", "")),
-            redop=item.get("redop"), root=int(root) if root.lstrip("-").isdigit() else None,
-            out_of_place=_json_block(item.get("out_of_place"), item.get("out_of_place_per_iter"), source,
-                                     f"{where}.out_of_place"),
-            in_place=_json_block(item.get("in_place"), item.get("in_place_per_iter"), source, f"{where}.in_place"),
-        ))
-    config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+        count = item.get("count", 0)
+        if not isinstance(count, int):
+            raise parse_error(source, "nccl-tests JSON", f"{where}.count", "expected an integer", count)
+        try:
+            rows.append(NcclRow(
+                size=item["size"], count=count, type=str(item.get("type", "")),
+                redop=item.get("redop"), root=int(root) if root.lstrip("-").isdigit() else None,
+                out_of_place=_json_block(item.get("out_of_place"), item.get("out_of_place_per_iter"), source,
+                                         f"{where}.out_of_place"),
+                in_place=_json_block(item.get("in_place"), item.get("in_place_per_iter"), source,
+                                     f"{where}.in_place"),
+            ))
+        except ValidationError as exc:
+            raise _invalid(source, "nccl-tests JSON", where, exc) from None
+    config = found if isinstance(found := doc.get("config"), dict) else {}
     devices = doc.get("devices", config.get("devices"))
     avg = doc.get("average_bus_bandwidth")
     oob = doc.get("out_of_bounds")
-    return NcclRun(source=source, layout="json", rows=tuple(rows),
-                   ranks=len(devices) if isinstance(devices, list) else None,
-                   avg_busbw=avg.get("bandwidth") if isinstance(avg, dict) else None,
-                   out_of_bounds=oob.get("count") if isinstance(oob, dict) else None)
+    try:
+        return NcclRun(source=source, layout="json", rows=tuple(rows),
+                       ranks=len(devices) if isinstance(devices, list) else None,
+                       avg_busbw=avg.get("bandwidth") if isinstance(avg, dict) else None,
+                       out_of_bounds=oob.get("count") if isinstance(oob, dict) else None)
+    except ValidationError as exc:
+        raise _invalid(source, "nccl-tests JSON", "", exc) from None
 
 
 def parse_nccl(text: str, source: str = "<nccl-tests>") -> NcclRun:
     """JSON when the file is a JSON object, else the text table."""
     return parse_nccl_json(text, source) if text.lstrip().startswith("{") else parse_nccl_text(text, source)
+
+
+def parse_nccl_file(path: Path) -> NcclRun:
+    """A file of nccl-tests output: JSON (bounded, read whole) when its first non-blank line opens an object, else
+    the text table, streamed."""
+    stream = lines(path)
+    head, skipped = "", 0
+    for head in stream:
+        if head.strip():
+            break
+        skipped += 1
+    if head.lstrip().startswith("{"):
+        stream.close()
+        return parse_nccl_json(document(path, "nccl-tests JSON", MAX_JSON), str(path))
+    return parse_nccl_lines(chain([head], stream), str(path), start=skipped + 1)

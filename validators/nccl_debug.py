@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from validators.errors import parse_error
 from validators.nccl import TAG
+from validators.source import lines
 
 INFO = re.compile(r"(?:(?P<host>[^\s:\[\]]+):\d+:\d+ \[\d+\] )?NCCL INFO (?P<msg>.*)$")
 VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
@@ -227,8 +228,7 @@ def parse_nccl_debug_lines(lines: Iterable[str], source: str = "<nccl-debug>") -
 
 def parse_nccl_debug_file(path: Path) -> NcclDebug:
     """Stream a log from disk, line by line; a log without any NCCL INFO line is not NCCL debug output."""
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        return _require_info(parse_nccl_debug_lines(handle, str(path)))
+    return _require_info(parse_nccl_debug_lines(lines(path), str(path)))
 
 
 def parse_nccl_debug(text: str, source: str = "<nccl-debug>") -> NcclDebug:

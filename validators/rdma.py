@@ -9,10 +9,13 @@ tables: ``#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% percentile 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from validators.errors import parse_error
+from validators.source import lines
 
 BW_COLUMN = re.compile(r"(#bytes|#iterations|BW peak\[([^\]]+)\]|BW average\[([^\]]+)\]|MsgRate\[Mpps\])")
 LAT_COLUMN = re.compile(r"(#bytes|#iterations|t_min\[usec\]|t_max\[usec\]|t_typical\[usec\]|t_avg\[usec\]"
@@ -25,7 +28,7 @@ BANNER = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z ]*?)\s*:\s*(?P<value>\S+)")
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Banner(_Frozen):
@@ -73,29 +76,46 @@ class PerftestLat(_Frozen):
     rows: tuple[LatRow, ...]
 
 
-def _banner(lines: list[str]) -> Banner:
-    test = next((ln.strip() for ln in lines if ln.strip().endswith("Test")), "")
-    found: dict[str, str] = {}
-    for line in lines:
+BANNER_KEYS = ("Device", "Link type", "Number of qps", "Connection type")
+
+
+class _BannerReader:
+    """The banner's fields, gathered a line at a time; only the keys it needs are kept, so noise costs nothing."""
+
+    def __init__(self) -> None:
+        self.test = ""
+        self.found: dict[str, str] = {}
+
+    def add(self, line: str) -> None:
+        if not self.test and line.strip().endswith("Test"):
+            self.test = line.strip()
         for part in line.split("\t"):
             m = BANNER.match(part)
-            if m:
-                found.setdefault(m.group("key").strip(), m.group("value"))
-    qps = found.get("Number of qps")
-    return Banner(test=test, device=found.get("Device"), link_type=found.get("Link type"),
-                  qps=int(qps) if qps and qps.isdigit() else None, connection=found.get("Connection type"))
+            if m and m.group("key").strip() in BANNER_KEYS:
+                self.found.setdefault(m.group("key").strip(), m.group("value"))
+
+    def banner(self) -> Banner:
+        qps = self.found.get("Number of qps")
+        return Banner(test=self.test, device=self.found.get("Device"), link_type=self.found.get("Link type"),
+                      qps=int(qps) if qps and qps.isdigit() else None,
+                      connection=self.found.get("Connection type"))
 
 
-def _table(text: str, source: str, tool: str, first: str) -> tuple[list[str], str, list[list[str]]]:
-    """The banner lines, the header line and the data rows that follow it."""
-    lines = text.splitlines()
-    at = next((i for i, ln in enumerate(lines) if ln.strip().startswith(first)), None)
-    if at is None:
-        raise parse_error(source, tool, "(document)", f"expected a results table starting with {first!r}",
-                          text.strip().splitlines()[-1] if text.strip() else "an empty file")
+def _table(text_lines: Iterable[str], source: str, tool: str, first: str) -> tuple[Banner, str, list[list[str]]]:
+    """The banner, the header line and the data rows that follow it; reading stops after the table."""
+    banner = _BannerReader()
+    header: str | None = None
+    last = ""
     rows: list[list[str]] = []
-    for line in lines[at + 1:]:
+    for line in text_lines:
         stripped = line.strip()
+        if header is None:
+            if stripped.startswith(first):
+                header = line
+            else:
+                banner.add(line)
+                last = stripped[:200] or last
+            continue
         if not stripped or stripped.startswith("-"):
             if rows:
                 break
@@ -103,14 +123,25 @@ def _table(text: str, source: str, tool: str, first: str) -> tuple[list[str], st
         if not stripped[0].isdigit():
             break
         rows.append(stripped.split())
+    if header is None:
+        raise parse_error(source, tool, "(document)", f"expected a results table starting with {first!r}",
+                          last or "an empty file")
     if not rows:
         raise parse_error(source, tool, "(table)", "expected at least one result row under the header",
-                          lines[at].strip())
-    return lines[:at], lines[at], rows
+                          header.strip())
+    return banner.banner(), header, rows
 
 
 def parse_perftest_bw(text: str, source: str = "<ib_write_bw>") -> PerftestBw:
-    banner_lines, header, raw_rows = _table(text, source, "perftest bandwidth", "#bytes")
+    return parse_perftest_bw_lines(text.splitlines(), source)
+
+
+def parse_perftest_bw_file(path: Path) -> PerftestBw:
+    return parse_perftest_bw_lines(lines(path), str(path))
+
+
+def parse_perftest_bw_lines(text_lines: Iterable[str], source: str = "<ib_write_bw>") -> PerftestBw:
+    banner, header, raw_rows = _table(text_lines, source, "perftest bandwidth", "#bytes")
     columns = [m.group(1) for m in BW_COLUMN.finditer(header)]
     units = {m.group(2) or m.group(3) for m in BW_COLUMN.finditer(header) if m.group(2) or m.group(3)}
     if len(columns) != 5 or len(units) != 1:
@@ -131,11 +162,19 @@ def parse_perftest_bw(text: str, source: str = "<ib_write_bw>") -> PerftestBw:
         except ValueError:
             raise parse_error(source, "perftest bandwidth", f"row {n}", "expected 5 numbers as the header names",
                               " ".join(fields)) from None
-    return PerftestBw(source=source, banner=_banner(banner_lines), rows=tuple(rows))
+    return PerftestBw(source=source, banner=banner, rows=tuple(rows))
 
 
 def parse_perftest_lat(text: str, source: str = "<ib_read_lat>") -> PerftestLat:
-    banner_lines, header, raw_rows = _table(text, source, "perftest latency", "#bytes")
+    return parse_perftest_lat_lines(text.splitlines(), source)
+
+
+def parse_perftest_lat_file(path: Path) -> PerftestLat:
+    return parse_perftest_lat_lines(lines(path), str(path))
+
+
+def parse_perftest_lat_lines(text_lines: Iterable[str], source: str = "<ib_read_lat>") -> PerftestLat:
+    banner, header, raw_rows = _table(text_lines, source, "perftest latency", "#bytes")
     keys = [LAT_KEYS[m.group(1)] for m in LAT_COLUMN.finditer(header)]
     if keys[:6] != ["bytes", "iterations", "t_min_us", "t_max_us", "t_typical_us", "t_avg_us"]:
         raise parse_error(source, "perftest latency", "(header)",
@@ -151,4 +190,4 @@ def parse_perftest_lat(text: str, source: str = "<ib_read_lat>") -> PerftestLat:
                                                for k, v in zip(keys, fields, strict=True)}))
         except ValueError:
             raise parse_error(source, "perftest latency", f"row {n}", "expected numbers", " ".join(fields)) from None
-    return PerftestLat(source=source, banner=_banner(banner_lines), rows=tuple(rows))
+    return PerftestLat(source=source, banner=banner, rows=tuple(rows))

@@ -62,6 +62,14 @@ def _failure(task: str, res: dict[str, Any]) -> str:
     return f"{task}: {text.splitlines()[-1] if text else 'failed'}"
 
 
+def ansible_env(bp: Blueprint) -> dict[str, str]:
+    """Ansible's settings for every play. SSH host keys are checked on every target but the lab, whose VMs make new
+    keys at each boot (its inventory also turns checking off per host: stacks/lab/inventory.py)."""
+    env = {"ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_NOCOLOR": "True",
+           "ANSIBLE_HOST_KEY_CHECKING": "False" if bp.target.provider == "lab" else "True"}
+    return env
+
+
 class Runner:
     def __init__(self, bp: Blueprint, build_dir: Path, inventory: Inventory, results: Path,
                  progress: Progress, timeout_scale: float = 1.0) -> None:
@@ -107,8 +115,7 @@ class Runner:
             private_data_dir=str(data), project_dir=str(PLAYBOOKS), playbook=playbook,
             inventory=self.inventory.path, extravars={**extravars, "accept_hosts": hosts},
             forks=max(len(hosts), 5), timeout=int(timeout * self.scale) + 60, quiet=True, event_handler=on_event,
-            envvars={"ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_RETRY_FILES_ENABLED": "False",
-                     "ANSIBLE_NOCOLOR": "True"},
+            envvars=ansible_env(self.bp),
         )
         if run.status == "timeout":
             for o in outcomes.values():

@@ -10,6 +10,7 @@ monitoring) need no flag.
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -30,6 +31,30 @@ class WritePlan(BaseModel):
     summary: str = "nothing is written (read-only checks only)"
 
 
+# What fio and the job file would read as more than one plain path (fio's HOWTO.rst, "Target file/device",
+# axboe/fio @002db50): ':' separates files in filename= and directories in directory=, '\\' escapes a ':', the
+# name '-' means stdin/stdout, filename_format replaces $jobname, $jobnum, $filenum and $clientuid; a newline or
+# '=' would start another job-file option. So one plain absolute path of these characters only:
+SAFE_PATH = re.compile(r"/[A-Za-z0-9._+@/-]+")
+
+
+def check_target(target: str) -> str:
+    """``target`` as fio will open it: exactly one absolute, normalised path of plain characters."""
+    def bad(why: str) -> ClusterSmithError:
+        return ClusterSmithError([Problem("--fio-target", why, value=target)], title="bad --fio-target")
+
+    if not PurePosixPath(target).is_absolute():
+        raise bad("expected one absolute directory or /dev/ device path")
+    if not SAFE_PATH.fullmatch(target):
+        odd = sorted({c for c in target if not re.fullmatch(r"[A-Za-z0-9._+@/-]", c)})
+        raise bad(f"expected one plain path: {' '.join(repr(c) for c in odd)} would reach fio as more than a path "
+                  "(':' separates files, '\\' escapes, '$' expands, whitespace separates); give a single path of "
+                  "letters, digits and . _ + @ / -")
+    if str(PurePosixPath(target)) != target or any(p in (".", "..") for p in target.split("/")):
+        raise bad(f"expected a normalised path (no '.', '..', '//' or trailing '/'): {PurePosixPath(target)}")
+    return target
+
+
 def _fio_checks(checks: list[Check]) -> list[Check]:
     return [c for c in checks if c.tool == "fio"]
 
@@ -46,6 +71,8 @@ def plan_writes(bp: Blueprint, checks: list[Check], target: str | None, destruct
     where = ", ".join(hosts) or "every GPU client"
     scratch = next((a for a in bp.acceptance.scratch if a.kind == "directory"), None)
     nqns = tuple(a.path for a in bp.acceptance.scratch if a.kind == "namespace")
+    if target is not None:
+        check_target(target)
     if target is None or (scratch is not None and PurePosixPath(target) == PurePosixPath(scratch.path)):
         if scratch is None:
             raise ClusterSmithError([Problem("acceptance.scratch", "the Blueprint names no scratch directory, so fio "
@@ -56,9 +83,6 @@ def plan_writes(bp: Blueprint, checks: list[Check], target: str | None, destruct
                                  f"clustersmith-accept.<host>.<job> in {scratch.path} (plan scratch on "
                                  f"{scratch.mount}) on {where}, and removes them afterwards")
     is_device = target.startswith("/dev/")
-    if not PurePosixPath(target).is_absolute():
-        raise ClusterSmithError([Problem("--fio-target", "expected an absolute directory or /dev/ device path",
-                                         value=target)], title="bad --fio-target")
     if is_device and not destructive and nqns:
         return WritePlan(kind="device", path=target, scratch_nqns=nqns,
                          summary=f"fio overwrites {target} on {where}, after each host checks that it is a scratch "

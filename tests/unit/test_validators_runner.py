@@ -246,3 +246,13 @@ def test_perftest_uses_each_hosts_recorded_device_and_gid_and_names_a_missing_re
     runner._perftest_wave(perftest_check(out), "ib_write_bw", [], 10, 0, {"client-1": "storage-1"})
     assert runner.setup_errors["rdma.write_bw"]["client-1"].startswith(
         "storage-1 has no RDMA device recorded for rail 0")
+
+
+@pytest.mark.parametrize(("example", "checking"), [
+    ("lab.yaml", "False"), ("cv-training-500tb.yaml", "True"), ("llm-training-16k.yaml", "True"),
+    ("recsys-inference.yaml", "True")])
+def test_host_keys_are_checked_on_every_target_but_the_lab(example: str, checking: str) -> None:
+    from validators.runner import ansible_env
+
+    bp = plan(load_requirements(REPO / "examples" / example))
+    assert ansible_env(bp)["ANSIBLE_HOST_KEY_CHECKING"] == checking, bp.target.provider

@@ -59,6 +59,43 @@ def test_a_scratch_namespace_of_the_plan_is_written_after_each_host_checks_it(bp
     assert "after each host checks that it is a scratch namespace" in w.summary
 
 
-def test_relative_targets_are_refused(bp: Blueprint) -> None:
-    with pytest.raises(ClusterSmithError, match="expected an absolute directory or /dev/ device path"):
-        plan_writes(bp, select(bp), "scratch", True, HOSTS)
+@pytest.mark.parametrize("target", ["scratch", "dev/sda", "./data"])
+def test_relative_targets_are_refused(bp: Blueprint, target: str) -> None:
+    with pytest.raises(ClusterSmithError, match="expected one absolute directory or /dev/ device path"):
+        plan_writes(bp, select(bp), target, True, HOSTS)
+
+
+@pytest.mark.parametrize(("target", "shown"), [
+    ("/dev/sda:/dev/nvme1n1", "':'"),  # fio's filename=: two files, both written (issue 16)
+    ("/dev/sda /dev/nvme1n1", "' '"),  # two paths
+    ("/dev/dsk/foo@3,0\\:c", "',' ':' '\\\\'"),
+    ("/data/$jobname", "'$'"),
+    ("/data\ndirectory=/", "'\\n' '='"),
+    ("/data/%d", "'%'"),
+])
+def test_targets_fio_reads_as_more_than_one_path_are_refused_even_with_destructive(
+        bp: Blueprint, target: str, shown: str) -> None:
+    with pytest.raises(ClusterSmithError) as err:
+        plan_writes(bp, select(bp), target, True, HOSTS)
+    message = err.value.problems[0].message
+    assert message.startswith(f"expected one plain path: {shown} would reach fio as more than a path"), message
+
+
+@pytest.mark.parametrize("target", ["/dev/../dev/sda", "/data/./x", "/data//x", "/data/"])
+def test_targets_that_are_not_normalised_are_refused(bp: Blueprint, target: str) -> None:
+    with pytest.raises(ClusterSmithError, match="expected a normalised path"):
+        plan_writes(bp, select(bp), target, True, HOSTS)
+
+
+def test_the_host_check_reads_the_device_at_the_exact_path() -> None:
+    """fio.yml finds the NQN through the major:minor of what the path opens, never through its basename."""
+    import yaml
+
+    tasks = yaml.safe_load((REPO / "validators" / "playbooks" / "fio.yml").read_text())[0]["tasks"]
+    by_name = {t["name"]: t for t in tasks}
+    found = by_name["Find the block device fio will open at the target path (links followed, as fio's open does)"]
+    assert found["ansible.builtin.command"]["argv"] == ["stat", "--dereference", "--format", "%F|%t|%T",
+                                                        "{{ accept_target }}"]
+    nqn = by_name["Read the subsystem NQN of that device (by its major:minor, not by a name)"]["ansible.builtin.slurp"]
+    assert nqn["src"].startswith("/sys/dev/block/{{ (accept_dev.stdout.split('|'))[1] | int(base=16) }}:")
+    assert "accept_target | basename" not in (REPO / "validators" / "playbooks" / "fio.yml").read_text()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
+import os
 
 from blueprints.blueprint import Check
 from validators.checks import missing, rule, setup_failure
+from validators.errors import parse_error
 from validators.nvmeof import parse_list_subsys
 from validators.outcome import Detail, Measurement
 from validators.qos import host_layers, parse_roce_tos
@@ -27,9 +28,12 @@ def nvmeof_paths(check: Check, results: Results) -> Measurement:
     details, notes, violations = [], [], []
     for path in listings:
         host = path.stem
-        listing = parse_list_subsys(path.read_text(encoding="utf-8"), str(path))
+        listing = parse_list_subsys(results.small_text(path, "nvme list-subsys JSON"), str(path))
         policy_file = path.with_name(f"{host}.iopolicy.json")
-        policies = json.loads(policy_file.read_text()) if policy_file.is_file() else {}
+        policies = results.json_file(policy_file) if os.path.lexists(policy_file) else {}
+        if not isinstance(policies, dict):
+            raise parse_error(str(policy_file), "I/O policies", "(document)", "expected an object of subsystem: "
+                              "policy", policies)
         subsystems = [s for s in listing.subsystems if s.fabrics]
         if not subsystems:
             violations.append(f"{host}: no NVMe-oF subsystem connected")

@@ -8,10 +8,10 @@ from pathlib import Path
 from blueprints.blueprint import Check
 from validators.checks import missing, rule, setup_failure
 from validators.errors import ParseError, parse_error
-from validators.nccl import NcclRun, parse_nccl
+from validators.nccl import NcclRun, parse_nccl_file
 from validators.nccl_debug import NcclDebug, parse_nccl_debug_file
 from validators.outcome import Detail, Measurement, Series
-from validators.rdma import parse_perftest_bw
+from validators.rdma import parse_perftest_bw_file
 from validators.results import Results
 
 PLAN_ALGOS = re.compile(r"NVLSTree|NVLS|CollNet|Tree|Ring|PAT")  # names in nccl.algorithm_expectation
@@ -95,7 +95,7 @@ def allreduce_busbw(check: Check, results: Results) -> Measurement:
     series: list[Series] = []
     notes: list[str] = []
     for path in files:
-        run = parse_nccl(path.read_text(encoding="utf-8", errors="replace"), str(path))
+        run = parse_nccl_file(path)
         large = [r for r in run.large(min_bytes) if r.out_of_place is not None]
         series += _busbw_series(run, path.stem)
         if not large:
@@ -130,7 +130,7 @@ def write_bw(check: Check, results: Results) -> Measurement:
     details = []
     for rail in rails:
         for path in results.files("ib_write_bw", rail, pattern="*.txt"):
-            out = parse_perftest_bw(path.read_text(encoding="utf-8", errors="replace"), str(path))
+            out = parse_perftest_bw_file(path)
             details.append(Detail(where=f"{rail} {path.stem}", value=out.average_gbit, unit="Gb/s",
                                   note=f"{out.banner.device or '?'}, {out.rows[-1].bytes} B messages, "
                                        f"{out.banner.qps or '?'} QP(s)"))
