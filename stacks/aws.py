@@ -116,7 +116,8 @@ class AwsCluster(pulumi.ComponentResource):
                                                           availability_zone=args.availability_zone),
             block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
                 device_name="/dev/sda1", ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                    volume_size=ROOT_VOLUME_GIB, volume_type="gp3", delete_on_termination="true"))],
+                    volume_size=ROOT_VOLUME_GIB, volume_type="gp3", delete_on_termination="true",
+                    encrypted="true"))],  # not left to the account's default
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(http_tokens="required"),
             tag_specifications=per_resource, tags=tagged("gpu"), opts=child)
         version = self.launch_template.latest_version.apply(str)
@@ -134,6 +135,8 @@ class AwsCluster(pulumi.ComponentResource):
             inst = aws.ec2.Instance(
                 m.name, ami=image, instance_type=m.node_type, subnet_id=self.compute_subnet.id,
                 vpc_security_group_ids=[self.security_group.id], key_name=key_name,
+                root_block_device=aws.ec2.InstanceRootBlockDeviceArgs(volume_type="gp3", encrypted=True),
+                metadata_options=aws.ec2.InstanceMetadataOptionsArgs(http_tokens="required"),
                 tags={**tags, "Name": m.name, "clustersmith:role": m.role}, opts=child)
             self.instances.append(inst)
             hosts.append(HostOut(m, inst.private_ip, args.ssh_user))

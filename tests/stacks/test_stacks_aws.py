@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from blueprints.blueprint import Blueprint
 from blueprints.loader import load_requirements
 from stacks.model import StackError
-from tests.stacks.conftest import REPO, Constructed, blueprint_of, construct, example
+from tests.stacks.conftest import REPO, SSH_KEY, Constructed, blueprint_of, construct, example, run_program
 from tests.stacks.mocks import plain
 from tests.stacks.tagging import assert_every_resource_labelled, assert_no_plaintext_secret
 
@@ -98,3 +99,36 @@ def test_missing_zone_is_a_clear_error() -> None:
     doc["target"].pop("availability_zone")
     with pytest.raises(StackError, match=r"no availability zone: set target\.availability_zone"):
         construct(blueprint_of(doc))
+
+
+def test_every_instance_has_encrypted_ebs_and_imdsv2(built: Constructed) -> None:
+    """Issue 16: EBS encryption is not left to the account default, and every instance needs IMDSv2 tokens."""
+    (template,) = built.mocks.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+    lt = plain(template.inputs)
+    assert [m["ebs"]["encrypted"] for m in lt["blockDeviceMappings"]] == ["true"]
+    assert lt["metadataOptions"]["httpTokens"] == "required"
+    standalone = [plain(i.inputs) for i in built.mocks.of_type("aws:ec2/instance:Instance")
+                  if "launchTemplate" not in plain(i.inputs)]
+    assert standalone, "the monitoring host is an instance of its own"
+    for inst in standalone:
+        assert inst["rootBlockDevice"]["encrypted"] is True
+        assert inst["metadataOptions"]["httpTokens"] == "required"
+
+
+@pytest.mark.parametrize("cidr", ["0.0.0.0/0", "::/0", "10.0.0.0/0"])
+def test_ssh_from_anywhere_is_refused_unless_the_stack_says_so(cidr: str) -> None:
+    from stacks.config import StackConfig, check_admin_cidr
+
+    with pytest.raises(StackError, match=r"opens SSH to the whole internet.*allowAdminFromAnywhere true"):
+        check_admin_cidr(StackConfig(admin_cidr=cidr))
+    check_admin_cidr(StackConfig(admin_cidr=cidr, allow_admin_from_anywhere=True))
+    check_admin_cidr(StackConfig(admin_cidr="203.0.113.0/24"))
+    with pytest.raises(StackError, match="is not a CIDR"):
+        check_admin_cidr(StackConfig(admin_cidr="anywhere"))
+
+
+def test_the_generated_program_refuses_an_open_admin_cidr(built_examples: Path) -> None:
+    with pytest.raises(Exception, match="opens SSH to the whole internet") as info:
+        run_program(built_examples / "llm-training-16k" / "pulumi",
+                    {"clustersmith:sshPublicKey": SSH_KEY, "clustersmith:adminCidr": "0.0.0.0/0"})
+    assert "allowAdminFromAnywhere" in str(info.value)
