@@ -1,0 +1,345 @@
+"""Fuzz the real CLI with mutated specs: bad input is exit 2 with no traceback, a build writes all or nothing.
+
+Not collected by pytest (no ``test_`` prefix); run it by hand, it prints its counts (issue 16, "Done when")::
+
+    .venv/bin/python tests/fuzz_specs.py --cases 2000 --seed 1 --timeout 30 --workers 2
+
+Each case mutates one of ``examples/*.yaml`` (value swaps, type changes, extreme numbers, unitless and wrong-unit
+strings, deleted and duplicated keys, deep nesting, aliases, random bytes, truncation, non-UTF-8, empty file), then
+runs ``clustersmith validate`` and ``clustersmith build -o <tmp>`` in subprocesses with a timeout. It counts:
+
+- tracebacks: stderr holds ``Traceback``;
+- wrong exit codes: anything but 0 or 2;
+- partial outputs: build exit 2 with files written, or build exit 0 with a listed file missing or empty;
+- validate/build disagreements: validate exit 0 but build exit 2 (a spec that validates always builds);
+- hangs: a command that ran past ``--timeout``.
+
+The first few inputs of each failure class are saved under the folder it prints, with the commands' output.
+Exit status: 0 when every count of a failure class is 0, else 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+FAILURES = ("traceback", "wrong_exit", "partial_output", "validate_ok_build_fails", "hang")
+KEEP_PER_CLASS = 5
+
+# Values a mutation puts in place of a leaf: extreme numbers, unitless and wrong-unit strings, other types.
+NUMBERS: list[Any] = [0, -1, 1, -0.0, 1e308, -1e308, 1e-300, 5e-324, 10**18, 10**30, 2**63, -(2**63), 7 * 10**4000,
+                      math.nan, math.inf, -math.inf, 0.5, 1e20, 123456789012345678]
+STRINGS: list[Any] = ["", " ", "500", "<100", ">=500", "100%", "-5%", "1e308%", "1e-300%", "nan", "inf", "-inf",
+                      ".nan", ".inf", "500TB/s", "100us", ">=500TB", "<5GB", "400G", "2..8", "H100:8", "1e400B",
+                      "-1TB", "0B", "9e24B", ">=1e308GB/s", "<1e-300us", "<-1ms", "10PB/s", ">=10PB/s", "1000EB",
+                      "1001EB", "NaNTB", "infTB", ">=nanGB/s", "<infus", "50 %", "５００TB", "500tb", "500 TB",
+                      "\x00", "a\nb: c", "{{ x }}", "'\"\\", "🦄" * 50, "x" * 10_000]
+OTHERS: list[Any] = [None, True, False, [], {}, [1, 2], {"a": 1}, [[[]]], {"value": "500TB"}]
+
+
+def _leaves(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path in the document (mappings and lists), leaves and inner nodes."""
+    out: list[tuple[Any, ...]] = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _leaves(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _leaves(v, (*prefix, i))
+    return out
+
+
+def _get(doc: Any, path: tuple[Any, ...]) -> Any:
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
+    _get(doc, path[:-1])[path[-1]] = value
+
+
+def _delete(doc: Any, path: tuple[Any, ...]) -> None:
+    del _get(doc, path[:-1])[path[-1]]
+
+
+# Document mutations: edit the parsed example in place.
+def m_swap(rng: random.Random, doc: Any) -> None:
+    paths = _leaves(doc)
+    a, b = rng.sample(paths, 2)
+    if a[: len(b)] == b or b[: len(a)] == a:  # one contains the other: swap with a copy
+        _set(doc, a, copy.deepcopy(_get(doc, b)))
+        return
+    va, vb = _get(doc, a), _get(doc, b)
+    _set(doc, a, vb)
+    _set(doc, b, va)
+
+
+def m_number(rng: random.Random, doc: Any) -> None:
+    _set(doc, rng.choice(_leaves(doc)), rng.choice(NUMBERS))
+
+
+def m_string(rng: random.Random, doc: Any) -> None:
+    _set(doc, rng.choice(_leaves(doc)), rng.choice(STRINGS))
+
+
+def m_type(rng: random.Random, doc: Any) -> None:
+    path = rng.choice(_leaves(doc))
+    value = _get(doc, path)
+    choices = [*OTHERS, str(value), [value], {"x": value}]
+    if isinstance(value, str):
+        choices += [value.upper(), value.strip("<>="), value + value]
+    _set(doc, path, rng.choice(choices))
+
+
+def m_delete(rng: random.Random, doc: Any) -> None:
+    _delete(doc, rng.choice(_leaves(doc)))
+
+
+def m_add_key(rng: random.Random, doc: Any) -> None:
+    maps = [p for p in [(), *_leaves(doc)] if isinstance(_get(doc, p), dict)]
+    target = _get(doc, rng.choice(maps))
+    name = rng.choice(["extra", "Name", "gpu", "gpus ", "provider", "<<", "0", "", "apiversion", "x" * 300])
+    target[name] = rng.choice([*NUMBERS[:4], *STRINGS[:6], *OTHERS[:4]])
+
+
+def m_nest(rng: random.Random, doc: Any) -> None:
+    path = rng.choice(_leaves(doc))
+    value = _get(doc, path)
+    for _ in range(rng.choice([1, 2, 5, 20, 31, 33, 60, 200])):
+        value = [value] if rng.random() < 0.5 else {"k": value}
+    _set(doc, path, value)
+
+
+DOC_MUTATIONS: list[Callable[[random.Random, Any], None]] = [m_swap, m_number, m_string, m_type, m_delete,
+                                                            m_add_key, m_nest]
+
+
+# Text mutations: edit the YAML text (what a document edit cannot express).
+def t_duplicate_line(rng: random.Random, text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    i = rng.randrange(len(lines))
+    return "".join([*lines[: i + 1], lines[i], *lines[i + 1:]])
+
+
+def t_alias(rng: random.Random, text: str) -> str:
+    kind = rng.choice(["bomb", "recursive", "many", "merge", "anchor_value"])
+    if kind == "bomb":
+        levels, width = rng.choice([(4, 9), (7, 9), (9, 9), (12, 3)])
+        lines = ["x0: &x0 [" + ", ".join(['"ha"'] * width) + "]"]
+        lines += [f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * width) + "]" for i in range(1, levels + 1)]
+        return "\n".join(lines) + "\n" + text
+    if kind == "recursive":
+        return text + rng.choice(["loop: &l [*l]\n", "loop: &l {a: *l}\n", "loop: &l [1, {b: [*l]}]\n"])
+    if kind == "many":
+        return text.replace("metadata:", "anchors: &a 1\nrefs: [" + ", ".join(["*a"] * rng.choice([10, 65, 500]))
+                            + "]\nmetadata:", 1)
+    if kind == "merge":
+        return text.replace("data:", "base: &b {training_set: 1B, hot_fraction: 1e-300}\ndata:\n  <<: *b", 1)
+    return text.replace("compute:", "compute: &c", 1).replace("target:", "target: *c\nx:", 1)
+
+
+def t_random_bytes(rng: random.Random, data: bytes) -> bytes:
+    pos = rng.randrange(len(data) + 1)
+    return data[:pos] + rng.randbytes(rng.choice([1, 4, 64, 512])) + data[pos:]
+
+
+def t_flip_chars(rng: random.Random, data: bytes) -> bytes:
+    out = bytearray(data)
+    for _ in range(rng.choice([1, 3, 10])):
+        out[rng.randrange(len(out))] = rng.choice(b":-[]{}&*!|>'\"%@`#,? \t\n\\")
+    return bytes(out)
+
+
+def t_truncate(rng: random.Random, data: bytes) -> bytes:
+    return data[: rng.randrange(len(data))]
+
+
+def t_non_utf8(rng: random.Random, data: bytes) -> bytes:
+    kind = rng.choice(["latin1", "utf16", "lone", "bom"])
+    text = data.decode()
+    if kind == "latin1":
+        return text.replace("description: ", "description: caf\u00e9 ", 1).encode("latin-1", "replace")
+    if kind == "utf16":
+        return text.encode("utf-16")
+    if kind == "bom":
+        return b"\xef\xbb\xbf" + data
+    pos = rng.randrange(len(data) + 1)
+    return data[:pos] + rng.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80"]) + data[pos:]
+
+
+def t_whole(rng: random.Random, data: bytes) -> bytes:
+    return rng.choice([b"", b" ", b"\n", b"---\n", b"---\n...\n---\n", b"~\n", b"[]\n", b"42\n", b"\x00" * 10,
+                       data + b"---\n" + data, b"%YAML 1.1\n" + data, b"!!python/object:os.system {}\n",
+                       data.replace(b": ", b": !!binary ", 1), data.replace(b"\n", b"\r\n"),
+                       data.replace(b"\n", b"\r"), data.replace(b"  ", b"\t", 1)])
+
+
+@dataclass
+class Case:
+    index: int
+    example: str
+    mutations: list[str]
+    data: bytes
+
+
+def make_case(index: int, seed: int) -> Case:
+    rng = random.Random(f"{seed}:{index}")
+    example = rng.choice(EXAMPLES)
+    text = example.read_text()
+    names: list[str] = []
+    if rng.random() < 0.75:
+        doc = yaml.safe_load(text)
+        for _ in range(rng.choice([1, 1, 1, 2, 3])):
+            fn = rng.choice(DOC_MUTATIONS)
+            try:
+                fn(rng, doc)
+            except (ValueError, IndexError, KeyError, TypeError):  # nothing to mutate there (emptied document)
+                continue
+            names.append(fn.__name__)
+        text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=rng.random() < 0.5, width=10**6)
+    if rng.random() < 0.15 or not names:
+        fn_t = rng.choice([t_duplicate_line, t_alias])
+        text = fn_t(rng, text)
+        names.append(fn_t.__name__)
+    data = text.encode()
+    if rng.random() < 0.15 or not names:
+        fn_b = rng.choice([t_random_bytes, t_flip_chars, t_truncate, t_non_utf8, t_whole])
+        data = fn_b(rng, data) if data else data
+        names.append(fn_b.__name__)
+    return Case(index, example.name, names, data)
+
+
+def _cli() -> list[str]:
+    exe = Path(sys.executable).with_name("clustersmith")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "blueprints"]
+
+
+@dataclass
+class Result:
+    case: Case
+    codes: dict[str, int | str] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    details: dict[str, str] = field(default_factory=dict)
+
+
+def _run(cmd: list[str], timeout: float, cwd: Path) -> tuple[int | str, str, str]:
+    try:
+        p = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL,
+                           env={**os.environ, "COLUMNS": "400", "NO_COLOR": "1"})
+    except subprocess.TimeoutExpired as exc:
+        return "timeout", (exc.stdout or b"").decode(errors="replace"), (exc.stderr or b"").decode(errors="replace")
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def run_case(case: Case, timeout: float) -> Result:
+    res = Result(case)
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
+        work = Path(tmp)
+        spec = work / "spec.yaml"
+        spec.write_bytes(case.data)
+        out = work / "out"
+        for cmd in ("validate", "build"):
+            argv = [*_cli(), cmd, str(spec), *(["-o", str(out)] if cmd == "build" else [])]
+            code, stdout, stderr = _run(argv, timeout, work)
+            res.codes[cmd] = code
+            res.details[cmd] = f"$ {' '.join(argv[-4:])}\nexit {code}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+            if code == "timeout":
+                res.failures.append("hang")
+                continue
+            if "Traceback" in stderr:
+                res.failures.append("traceback")
+            if code not in (0, 2):
+                res.failures.append("wrong_exit")
+            if cmd == "build":
+                written = _files(out)
+                listed = [Path(line.strip()) for line in stdout.splitlines() if line.startswith("  ")]
+                if code == 2 and written:
+                    res.failures.append("partial_output")
+                    res.details["partial"] = "written on exit 2: " + ", ".join(map(str, written[:10]))
+                if code == 0:
+                    bad = [p for p in listed if not p.is_file() or p.stat().st_size == 0]
+                    if not listed or bad or any(p.stat().st_size == 0 for p in written):
+                        res.failures.append("partial_output")
+                        res.details["partial"] = f"listed {len(listed)}, missing or empty: {bad[:10]}"
+        if res.codes.get("validate") == 0 and res.codes.get("build") == 2:
+            res.failures.append("validate_ok_build_fails")
+    res.failures = sorted(set(res.failures))
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=200, help="number of mutated specs (default 200)")
+    ap.add_argument("--seed", type=int, default=0, help="seed; the same seed gives the same cases (default 0)")
+    ap.add_argument("--timeout", type=float, default=30.0, help="seconds per command before it counts as a hang")
+    ap.add_argument("--workers", type=int, default=2, help="parallel cases, at most 2 on shared machines (default 2)")
+    ap.add_argument("--keep", type=Path, default=None, help="folder for failing inputs (default: a new temp folder)")
+    args = ap.parse_args(argv)
+    workers = max(1, min(args.workers, 2, os.cpu_count() or 1))
+    keep = args.keep or Path(tempfile.mkdtemp(prefix="clustersmith-fuzz-"))
+    keep.mkdir(parents=True, exist_ok=True)
+
+    codes: collections.Counter[str] = collections.Counter()
+    failures: collections.Counter[str] = collections.Counter()
+    mutations: collections.Counter[str] = collections.Counter()
+    kept: dict[str, list[str]] = collections.defaultdict(list)
+    cases = (make_case(i, args.seed) for i in range(args.cases))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for done, res in enumerate(pool.map(lambda c: run_case(c, args.timeout), cases), 1):
+            codes[f"validate={res.codes.get('validate')} build={res.codes.get('build')}"] += 1
+            mutations.update(set(res.case.mutations))
+            for kind in res.failures:
+                failures[kind] += 1
+                if len(kept[kind]) < KEEP_PER_CLASS:
+                    folder = keep / kind / f"case-{res.case.index:05d}"
+                    folder.mkdir(parents=True, exist_ok=True)
+                    (folder / "spec.yaml").write_bytes(res.case.data)
+                    (folder / "run.txt").write_text(
+                        f"example {res.case.example}, mutations {res.case.mutations}\n\n"
+                        + "\n\n".join(res.details.values()), encoding="utf-8")
+                    kept[kind].append(str(folder))
+            if done % 100 == 0:
+                print(f"... {done}/{args.cases} " + json.dumps(dict(failures)), file=sys.stderr, flush=True)
+
+    print(f"cases: {args.cases} (seed {args.seed}, timeout {args.timeout}s, {workers} workers, CLI {' '.join(_cli())})")
+    print("exit codes seen:")
+    for key, n in sorted(codes.items()):
+        print(f"  {key}: {n}")
+    print("mutations used (cases): " + ", ".join(f"{k} {v}" for k, v in sorted(mutations.items())))
+    for kind in FAILURES:
+        print(f"{kind}: {failures[kind]}")
+        for folder in kept.get(kind, []):
+            print(f"  {folder}")
+    if any(failures.values()):
+        print(f"failing inputs saved under: {keep}")
+    elif args.keep is None:
+        shutil.rmtree(keep, ignore_errors=True)
+    print(json.dumps({"cases": args.cases, **{k: failures[k] for k in FAILURES}}))
+    return 1 if any(failures.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
