@@ -53,10 +53,13 @@ def build(state: LabState) -> dict[str, Any]:
     return {"all": {"vars": {"lab_name": state.name}, "children": children}}
 
 
+HEADER = "# Written by `clustersmith lab up` for the running lab"
+
+
 def write(state: LabState, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".yml.tmp")
-    header = f"# Written by `clustersmith lab up` for the running lab {state.name!r}; ports change per boot.\n"
+    header = f"{HEADER} {state.name!r}; ports change per boot.\n"
     tmp.write_text(header + yaml.safe_dump(build(state), sort_keys=False, default_flow_style=False))
     os.replace(tmp, path)
     return path
@@ -64,3 +67,15 @@ def write(state: LabState, path: Path) -> Path:
 
 def inventory_path(workdir: Path) -> Path:
     return workdir / "ansible" / "inventory.yml"
+
+
+def remove(path: Path) -> bool:
+    """Remove the inventory ``lab up`` wrote (its ports die with the lab); a file it did not write stays."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            ours = path.is_file() and not path.is_symlink() and handle.readline().startswith(HEADER)
+    except (OSError, UnicodeDecodeError):
+        return False
+    if ours:
+        path.unlink()
+    return ours

@@ -315,6 +315,7 @@ class Lab:
         for leftover in ("id_ed25519", "id_ed25519.pub"):
             (self.lab_dir / leftover).unlink(missing_ok=True)
         state.state_path(self.workdir).unlink(missing_ok=True)
+        inventory.remove(inventory.inventory_path(self.workdir))  # a rebuild keeps it; the lab's ports die here
 
     @staticmethod
     def _any_alive(saved: LabState) -> bool:

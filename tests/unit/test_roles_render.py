@@ -107,7 +107,19 @@ def test_rebuilding_a_running_lab_keeps_its_inventory(tmp_path: Path) -> None:
     inventory.write_text("# written by lab up\nall: {children: {storage_targets: {hosts: {storage-1: {}}}}}\n")
     folder, files = build(bp, tmp_path)
     assert inventory.read_text().startswith("# written by lab up")
-    assert inventory in files
+    assert inventory not in files, "build never rewrites what lab up wrote"
     (folder / "lab" / "state.json").unlink()
     build(bp, tmp_path)
-    assert not inventory.exists(), "a stopped lab's inventory (stale ports) must not be carried over"
+    assert inventory.read_text().startswith("# written by lab up"), "nor removes it: `lab down` does"
+
+
+def test_lab_down_removes_only_the_inventory_lab_up_wrote(tmp_path: Path) -> None:
+    from stacks.lab import inventory
+
+    path = tmp_path / "ansible" / "inventory.yml"
+    path.parent.mkdir()
+    path.write_text(f"{inventory.HEADER} 'lab'; ports change per boot.\nall: {{}}\n")
+    assert inventory.remove(path) and not path.exists()
+    path.write_text("# my own inventory\nall: {}\n")
+    assert not inventory.remove(path) and path.exists()
+    assert not inventory.remove(tmp_path / "absent.yml")
