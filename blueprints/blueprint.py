@@ -292,6 +292,7 @@ class CachePlan(_Frozen):
     dirty_background_ratio: int
     dirty_ratio: int
     min_hit_ratio: Traced[Ratio]
+    mount_point: str = Field(description="Where the tiered file system is mounted (acceptance's scratch lives on it)")
 
 
 class ManagedFsPlan(_Frozen):

@@ -32,6 +32,11 @@ SLOW_DISK = 4 << 30
 LAB_VCPUS = 1
 
 
+def rail_subnet(index: int) -> str:
+    """The private /24 of lab rail ``index``: only the lab's VMs are on it."""
+    return f"10.77.{index}.0/24"
+
+
 def plan_lab(target: LabTarget, fabric: FabricPlan) -> LabPlan:
     memory_mib = int(target.memory.value // (1 << 20))
     hosts = [LabHost(name=f"storage-{i + 1}", role="storage_target", memory_mib=memory_mib, cpus=LAB_VCPUS,
@@ -40,7 +45,7 @@ def plan_lab(target: LabTarget, fabric: FabricPlan) -> LabPlan:
     hosts += [LabHost(name=f"client-{i + 1}", role="gpu_client", memory_mib=memory_mib, cpus=LAB_VCPUS,
                       disks=(LabDisk(name="fast", size_bytes=FAST_DISK), LabDisk(name="slow", size_bytes=SLOW_DISK)))
               for i in range(target.clients)]
-    rails = [LabRail(index=i, name=f"rail{i}", subnet=f"10.77.{i}.0/24", mtu=fabric.mtu.value)
+    rails = [LabRail(index=i, name=f"rail{i}", subnet=rail_subnet(i), mtu=fabric.mtu.value)
              for i in range(target.rails)]
     return LabPlan(hosts=tuple(hosts), rails=tuple(rails),
                    image=LabImage(suite=LAB_SUITE, packages=LAB_PACKAGES, kernel_modules=LAB_MODULES))

@@ -23,6 +23,7 @@ from blueprints.blueprint import (
     traced,
 )
 from blueprints.planner.context import PlanContext
+from blueprints.planner.lab import rail_subnet
 from blueprints.spec import LabTarget
 from blueprints.units import Duration
 
@@ -320,7 +321,7 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
     if isinstance(ctx.req.target, LabTarget):
         collect = LAB_COLLECT
         last = ctx.req.target.rails - 1
-        listen = traced(f"10.77.{last}.0/24", ["target.rails"], "monitoring.lab_listen_on_last_rail",
+        listen = traced(rail_subnet(last), ["target.rails"], "monitoring.lab_listen_on_last_rail",
                         f"the lab's VMs share no management segment; rail{last} carries monitoring, so cutting "
                         f"rail0 leaves scraping up")
     return MonitoringPlan(

@@ -28,6 +28,7 @@ from blueprints.blueprint import (
 from blueprints.catalog import ManagedFileSystem, StorageServer
 from blueprints.errors import InfeasibleError, Problem
 from blueprints.planner.context import PlanContext, ceil_div
+from blueprints.planner.fio_workloads import TIERED_MOUNT
 from blueprints.planner.hosts import storage_group
 from blueprints.spec import LabTarget
 from blueprints.units import Duration, Rate, Ratio, Size
@@ -221,6 +222,7 @@ def _cache(ctx: PlanContext, compute: ComputePlan) -> CachePlan:
         mode=traced("writethrough", ["business.type"], "cache.writethrough_for_read_mostly",
                     "reads dominate; a lost cache device loses no data"),
         policy="smq",
+        mount_point=TIERED_MOUNT,
         size=traced(Size.of(size), ["data.training_set", "data.hot_fraction", "compute.gpus"],
                     "cache.hot_shard_per_node",
                     f"min(local NVMe {compute.local_nvme}, {Size.of(hot_total)} hot / "

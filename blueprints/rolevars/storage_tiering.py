@@ -39,14 +39,6 @@ class StorageTieringVars(RoleVars):
         default=None, description="Origin device behind the cache; unset: the inventory's disks.slow")
 
 
-def mount_point(bp: Blueprint) -> str:
-    """The mount acceptance's scratch directory lives on, if the Blueprint names one."""
-    for area in bp.acceptance.scratch:
-        if area.kind == "directory" and area.role == "gpu_client" and area.mount:
-            return area.mount
-    return DEFAULT_MOUNT_POINT
-
-
 def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
     cache = bp.storage.cache
     return {
@@ -57,6 +49,6 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
             storage_tiering_read_ahead_kb=cache.read_ahead_kb.value,
             storage_tiering_dirty_background_ratio=cache.dirty_background_ratio,
             storage_tiering_dirty_ratio=cache.dirty_ratio,
-            storage_tiering_mount_point=mount_point(bp),
+            storage_tiering_mount_point=cache.mount_point,
         )
     }
