@@ -7,13 +7,14 @@ import math
 
 from blueprints.blueprint import Check
 from validators.checks import one_file, rule
+from validators.coverage import Planned
 from validators.monitoring import parse_targets, parse_vector
 from validators.outcome import Detail, Measurement
 from validators.results import Results
 
 
 @rule("monitoring.targets_up")
-def targets_up(check: Check, results: Results) -> Measurement:
+def targets_up(check: Check, results: Results, planned: Planned) -> Measurement:
     found = one_file(check, results, "Prometheus targets", "prometheus", "targets.json")
     if isinstance(found, Measurement):
         return found
@@ -29,7 +30,7 @@ def targets_up(check: Check, results: Results) -> Measurement:
 
 
 @rule("cache.hit_ratio")
-def cache_hit_ratio(check: Check, results: Results) -> Measurement:
+def cache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measurement:
     """The plan's hit ratio query (``check.args["query"]``), counted over the fio workloads' window, per client."""
     found = one_file(check, results, "answer to the cache hit ratio query", "prometheus", "cache_hit_ratio.json")
     if isinstance(found, Measurement):
