@@ -50,6 +50,14 @@ class Series(_Frozen):
     points: tuple[tuple[float, float], ...]
 
 
+class Reference(_Frozen):
+    """A threshold drawn on a plot: a horizontal line at ``y``, in the unit of that plot's series' points."""
+
+    kind: Literal["throughput", "latency", "busbw"]
+    y: float
+    label: str
+
+
 class Coverage(_Frozen):
     """How much of the plan a result covers: ``seen`` of ``planned`` units (hosts, ranks, nodes, paths)."""
 
@@ -92,6 +100,7 @@ class Measurement(_Frozen):
     value: float | None = None
     details: tuple[Detail, ...] = ()
     series: tuple[Series, ...] = ()
+    references: tuple[Reference, ...] = Field(default=(), description="The threshold as lines on the plots")
     notes: tuple[str, ...] = Field(default=(), description="Findings worth reading, e.g. a degraded path")
     not_applicable: str | None = None
     setup_error: str | None = None
@@ -119,6 +128,7 @@ class CheckResult(_Frozen):
     message: str
     details: tuple[Detail, ...] = ()
     series: tuple[Series, ...] = ()
+    references: tuple[Reference, ...] = ()
     notes: tuple[str, ...] = ()
     coverage: tuple[Coverage, ...] = ()
     duration_s: float = 0.0
@@ -181,7 +191,8 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
             "value": None, "note": f"{d.note} (not finite: {d.value})".strip()}) for d in m.details),
         series=tuple(s.model_copy(update={"points": tuple(p for p in s.points if all(map(math.isfinite, p)))})
                      for s in m.series),
-        notes=m.notes, coverage=m.coverage, duration_s=round(duration_s, 3),
+        references=tuple(r for r in m.references if math.isfinite(r.y)), notes=m.notes, coverage=m.coverage,
+        duration_s=round(duration_s, 3),
     )
 
 

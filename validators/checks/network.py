@@ -17,7 +17,7 @@ from validators.coverage import Planned, count, cover
 from validators.errors import ParseError, parse_error
 from validators.nccl import NcclRun, parse_nccl_file
 from validators.nccl_debug import NcclDebug, parse_nccl_debug_file
-from validators.outcome import Coverage, Detail, Measurement, Series
+from validators.outcome import Coverage, Detail, Measurement, Reference, Series
 from validators.rdma import parse_perftest_bw_file
 from validators.results import Results
 
@@ -168,8 +168,10 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
                 notes.append(f"{where}: footer 'Avg bus bandwidth' {run.avg_busbw:g} GB/s averages the whole "
                              f"sweep and is not the measure")
     notes.append(f"on two nodes run with NCCL_ALGO={check.args.get('algo', 'Ring')}: tree busbw can exceed the wire")
+    lines = (Reference(kind="busbw", y=check.threshold, label=f"{check.op} {check.threshold:g} {check.unit}"),) \
+        if check.unit == "GB/s" else ()
     judged = Measurement(value=min((d.value or 0.0 for d in details), default=None), details=tuple(details),
-                         series=tuple(series), notes=tuple(notes), failed_runs=tuple(failures),
+                         series=tuple(series), references=lines, notes=tuple(notes), failed_runs=tuple(failures),
                          coverage=_worst(coverage, planned))
     if incomplete:
         return judged.model_copy(update={"setup_error": "; ".join(incomplete)})

@@ -18,7 +18,7 @@ from validators.fio import (
     merged_percentile,
     worst_percentile,
 )
-from validators.outcome import Coverage, Detail, Measurement, Series
+from validators.outcome import Coverage, Detail, Measurement, Reference, Series
 from validators.results import FioWorkloadResults, Results
 
 RATE_UNITS = {"B/s": 1.0, "kB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12}
@@ -83,7 +83,13 @@ def _throughput(check: Check, results: Results, planned: Planned, direction: Dir
                     for host, run in sorted(found.runs.items()))
     total = sum(d.value or 0.0 for d in details)
     interval = int(check.args.get("bwavgtime", "500"))
-    return Measurement(value=total, details=details, series=_throughput_series(found, direction, interval),
+    logs = [log for host_logs in found.logs.values() for log in host_logs]
+    summed = interval_series(logs, LOG_DIRECTION[direction], interval)
+    series = ((Series(kind="throughput", name=f"all clients {direction}", points=tuple(summed)),) if summed else ()) \
+        + _throughput_series(found, direction, interval)
+    line = Reference(kind="throughput", y=check.threshold * scale,
+                     label=f"{check.op} {check.threshold:g} {check.unit} (all clients)")
+    return Measurement(value=total, details=details, series=series, references=(line,),
                        notes=(f"sum of {len(details)} client(s) running at once", *notes),
                        coverage=(coverage,), failed_runs=_failures(found))
 
@@ -121,8 +127,11 @@ def latency_p99(check: Check, results: Results, planned: Planned) -> Measurement
             points = sorted((float(k), v / 1e3) for k, v in clat.percentile.items())
             series.append(Series(kind="latency", name=host, points=tuple(points)))
     coverage, notes = _coverage(found, planned)
+    line = Reference(kind="latency", y=check.threshold * scale / 1e3, label=f"p99 {check.op} {check.threshold:g} "
+                     f"{check.unit}")
     return Measurement(value=None if value is None else value / scale, details=tuple(details),
-                       series=tuple(series), notes=(how, *notes), coverage=(coverage,), failed_runs=_failures(found))
+                       series=tuple(series), references=(line,), notes=(how, *notes), coverage=(coverage,),
+                       failed_runs=_failures(found))
 
 
 @rule("storage.jitter")
@@ -138,8 +147,11 @@ def jitter(check: Check, results: Results, planned: Planned) -> Measurement:
     cv = coefficient_of_variation([bw for _, bw in summed])
     if cv is not None:
         series = (Series(kind="throughput", name="all clients read", points=tuple(summed)),)
+        mean = sum(bw for _, bw in summed) / len(summed)
+        band = tuple(Reference(kind="throughput", y=mean * (1 + sign * check.threshold / 100.0),
+                               label=f"mean {'+' if sign > 0 else '-'} {check.threshold:g} %") for sign in (1, -1))
         return judged.model_copy(update={
-            "value": cv, "series": series + _throughput_series(found, "read", interval),
+            "value": cv, "series": series + _throughput_series(found, "read", interval), "references": band,
             "notes": (f"{len(summed)} intervals of {interval} ms, {len(logs)} job log(s) summed", *host_notes)})
     per_job = [(host, d.bw_dev / d.bw_mean * 100.0) for host, run in found.runs.items() for j in run.jobs
                if (d := j.read) is not None and d.bw_mean > 0 and d.bw_samples >= 2]
