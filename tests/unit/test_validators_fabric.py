@@ -169,3 +169,15 @@ def test_a_cache_no_read_reached_in_the_window_is_a_setup_error_not_a_ratio(bp: 
 
 def test_hand_made_results_without_cache_hosts_judge_the_ratios_found(bp: Blueprint, tmp_path: Path) -> None:
     assert judged(bp, cache_results(tmp_path, None), "cache.hit_ratio").status == "info"
+
+
+def test_a_gpu_node_without_a_hit_ratio_is_missing_even_in_hand_made_results(tmp_path: Path) -> None:
+    """The lab plans client-1 and client-2, the hosts the recorded answer names; an edit renames one of them."""
+    prod = plan(load_requirements(REPO / "examples" / "lab.yaml"))
+    got = judged(prod, cache_results(tmp_path, None), "cache.hit_ratio")
+    assert got.coverage_shown == "2 of 2 hosts" and got.status == "info"
+    answer = json.loads((tmp_path / "prometheus" / "cache_hit_ratio.json").read_text())
+    answer["data"]["result"][1]["metric"]["instance"] = "client-9"  # edit: the second series' host renamed
+    (tmp_path / "prometheus" / "cache_hit_ratio.json").write_text(json.dumps(answer))
+    got = judged(prod, tmp_path, "cache.hit_ratio")
+    assert got.status == "setup_error" and "missing: client-2; not in the Blueprint: client-9" in got.message
