@@ -142,7 +142,11 @@ class FioRun(_Frozen):
 
 
 def _errno(code: int) -> str:
-    return f"{errno.errorcode.get(code, '?')}, {os.strerror(code)}"
+    """``EIO, Input/output error`` for 5; fio's ``error`` is the errno of the job's first error."""
+    try:
+        return f"{errno.errorcode.get(code, '?')}, {os.strerror(code)}"
+    except (ValueError, OverflowError):
+        return "not an errno"
 
 
 def _document(text: str, source: str) -> dict[str, object]:
