@@ -154,6 +154,7 @@ def test_a_cut_rail_is_reported_as_a_degraded_path(tmp_path: Path) -> None:
     got = judged(blueprint("lab"), nvme_results(tmp_path, "lab-list-subsys.rail0-cut.json", "round-robin"),
                  "nvmeof.paths")
     assert got.status == "fail" and got.measured == 1 and "3 of 4 paths" in got.coverage_shown
+    assert "client-1 nvme-subsys0: 1 of 2 planned paths live" in got.message  # the host is named
     assert got.notes == ("degraded: client-1 nvme-subsys0 path nvme0 (10.77.0.1) is connecting",)
 
 

@@ -53,6 +53,9 @@ def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measuremen
             rails = {p.address.get("traddr") for p in live}
             if sub.nqn in planned.subsystems.get(host, ()):
                 live_paths += min(len(rails), planned.paths_per_subsystem)
+                if len(rails) < planned.paths_per_subsystem:
+                    violations.append(f"{host} {sub.name}: {len(rails)} of {planned.paths_per_subsystem} planned "
+                                      "paths live")
             policy = sub.iopolicy or policies.get(sub.name)
             details.append(Detail(where=f"{host} {sub.name}", value=float(len(rails)), unit="paths",
                                   note=f"{sub.nqn}; iopolicy {policy or 'unknown'}"))
