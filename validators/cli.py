@@ -4,12 +4,17 @@ accept OUT_DIR                 run the Blueprint's acceptance checks over the in
 accept OUT_DIR --results DIR   judge tool output gathered by hand (or by an earlier run) against the Blueprint
 parse TOOL FILE                print one tool's output as its typed result (JSON)
 
-Exit codes: 0 every check passed (informational, warning and not-applicable ones included), 1 a check failed,
-2 bad input or a setup error (a tool that could not run is not a measured miss).
+Exit codes: 0 every check passed (informational, warning and not-applicable ones included); 1 any check failed,
+whatever else happened (setup errors too); 2 bad input, or setup errors (a tool that could not run, a result that
+does not cover the plan) when nothing failed.
+
+Every folder and file argument is made absolute once, here, where it is read: the runner hands them to
+ansible-runner, whose working directory is not the user's.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -35,14 +40,19 @@ def _only(values: tuple[str, ...]) -> list[str]:
     return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
 
+def _absolute(path: Path | None) -> Path | None:
+    """``path`` made absolute against the working directory the user typed it in (symlinks kept)."""
+    return None if path is None else Path(os.path.abspath(path.expanduser()))
+
+
 def _summary(report: RunReport) -> None:
     table = Table(title=f"acceptance of {report.blueprint}")
-    for col in ("check", "status", "measured", "expected", "unit", "spec"):
+    for col in ("check", "status", "measured", "expected", "unit", "coverage", "spec"):
         table.add_column(col)
     for c in report.checks:
         measured = "-" if c.measured is None else f"{c.measured:.4g}"
         table.add_row(c.id, f"[{STYLE[c.status]}]{c.status}[/]", measured, f"{c.op} {c.threshold:.4g}", c.unit,
-                      ", ".join(c.spec))
+                      c.coverage_shown, ", ".join(c.spec))
     # In a log (no terminal) Rich assumes 80 columns and would cut the check ids: print at the table's own width.
     if not out.is_terminal:
         out.width = max(out.width, out.measure(table, options=out.options.update_width(1000)).maximum)
@@ -52,7 +62,13 @@ def _summary(report: RunReport) -> None:
             out.print(f"[{STYLE[c.status]}]{c.id}[/]: {c.message}", highlight=False)
 
 
-@click.command("accept")
+ACCEPT_EPILOG = ("Exit codes: 0 every check passed (informational, warning and not-applicable ones included); "
+                 "1 any check failed, whatever else happened (setup errors too); 2 bad input, or setup errors "
+                 "(a tool that could not run, a result that does not cover the Blueprint's hosts, ranks or paths) "
+                 "when nothing failed.")
+
+
+@click.command("accept", epilog=ACCEPT_EPILOG)
 @click.argument("build_dir", type=click.Path(file_okay=False, path_type=Path), metavar="OUT_DIR")
 @click.option("--results", "results_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Judge this folder of tool output instead of running the tools (layout: validators/results.py)")
@@ -68,6 +84,8 @@ def _summary(report: RunReport) -> None:
 def accept(build_dir: Path, results_dir: Path | None, destructive: bool, only: tuple[str, ...],
            inventory: Path | None, fio_target: str | None, report_dir: Path | None, timeout_scale: float) -> None:
     """Run and judge the acceptance checks of a build folder (out/<name>)."""
+    build_dir = Path(os.path.abspath(build_dir.expanduser()))
+    results_dir, inventory, report_dir = _absolute(results_dir), _absolute(inventory), _absolute(report_dir)
     bp = load_blueprint(build_dir)
     checks = select(bp, _only(only))
     started = datetime.now(UTC)

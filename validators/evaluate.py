@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from blueprints.blueprint import Blueprint, Check
 from blueprints.errors import ClusterSmithError, Problem
 from validators.checks import rules
+from validators.coverage import Planned
 from validators.errors import ParseError
 from validators.outcome import CheckResult, Measurement, judge
 from validators.results import Results
@@ -31,6 +32,7 @@ def evaluate(bp: Blueprint, results: Results, only: Iterable[str] = (), strict: 
         raise ClusterSmithError([Problem("--results", "expected a folder of tool output", value=str(results.root))],
                                 title="bad --results")
     table = rules()
+    planned = Planned.of(bp)
     judged = []
     for check in select(bp, only):
         started = time.monotonic()
@@ -39,7 +41,7 @@ def evaluate(bp: Blueprint, results: Results, only: Iterable[str] = (), strict: 
             m = Measurement(setup_error=f"this clustersmith has no rule for check {check.id!r}")
         else:
             try:
-                m = fn(check, results)
+                m = fn(check, results, planned)
             except ParseError as exc:
                 if strict:
                     raise

@@ -4,13 +4,19 @@
   ``client_stats[]`` whose ``"All clients"`` entry is the aggregate. Text fio writes into the same file
   ahead of the document (client/server prefixes, verify messages) is skipped; with ``--status-interval``
   the last document counts. Units as fio writes them: ``bw_bytes`` B/s, ``clat_ns`` ns (field-numbers 2.1).
+  fio older than 3.2 writes no ``bw_bytes``, only ``bw`` in KiB/s (field-numbers 10.5), which is read instead;
+  ``unified_rw_reporting=mixed`` writes one ``mixed`` section in place of ``read`` and ``write``.
+- A report names its host where fio can: the ``write_bw_log`` prefix the job file sets from ``CLUSTERSMITH_HOST``
+  (``FioRun.host``), or each client's ``hostname`` in client/server mode.
 - ``parse_bw_log`` reads a ``write_bw_log`` file: ``time (ms), bandwidth (KiB/s), direction, bs, offset``.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import re
 import statistics
 from collections import defaultdict
@@ -18,13 +24,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from validators.errors import parse_error
 from validators.source import MAX_JSON, document, lines
 
-Direction = Literal["read", "write", "trim"]
-DIRECTIONS: tuple[Direction, ...] = ("read", "write", "trim")
+Direction = Literal["read", "write", "trim", "mixed"]
+DIRECTIONS: tuple[Direction, ...] = ("read", "write", "trim", "mixed")
 AGGREGATE = "All clients"
 
 
@@ -61,7 +67,7 @@ class ClatNs(_Frozen):
 
 class FioDirection(_Frozen):
     io_bytes: int
-    bw_bytes: int = Field(description="B/s")
+    bw_bytes: int = Field(description="B/s (fio < 3.2: ``bw`` KiB/s x 1024)")
     iops: float
     runtime: int = Field(description="ms")
     total_ios: int
@@ -70,6 +76,14 @@ class FioDirection(_Frozen):
     bw_dev: float = Field(default=0.0, description="KiB/s, standard deviation of the per-interval samples")
     bw_samples: int = 0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_fio(cls, data: object) -> object:
+        """fio before 3.2 has no ``bw_bytes``: its ``bw`` is KiB/s."""
+        if isinstance(data, dict) and "bw_bytes" not in data and isinstance(data.get("bw"), int | float):
+            return {**data, "bw_bytes": int(data["bw"] * 1024)}
+        return data
+
 
 class FioJob(_Frozen):
     jobname: str
@@ -77,9 +91,17 @@ class FioJob(_Frozen):
     error: int = Field(description="errno of the first error, 0 when none")
     hostname: str | None = Field(default=None, description="client/server: the server")
     port: int | None = None
-    read: FioDirection
-    write: FioDirection
+    read: FioDirection | None = None
+    write: FioDirection | None = None
     trim: FioDirection | None = None
+    mixed: FioDirection | None = Field(default=None, description="unified_rw_reporting=mixed: read and write as one")
+    options: dict[str, str] = Field(default_factory=dict, alias="job options")
+
+    @model_validator(mode="after")
+    def _some_direction(self) -> FioJob:
+        if self.read is None and self.write is None and self.mixed is None:
+            raise ValueError("expected a read, write or mixed section")
+        return self
 
     def direction(self, name: Direction) -> FioDirection | None:
         return getattr(self, name)  # type: ignore[no-any-return]
@@ -93,6 +115,19 @@ class FioRun(_Frozen):
     jobs: tuple[FioJob, ...] = Field(description="Stand-alone jobs, or the clients' entries in client/server mode")
     aggregate: FioJob | None = Field(default=None, description='client/server: the "All clients" entry')
     client_server: bool = False
+    host: str | None = Field(default=None, description="The host the report says it ran on: the write_bw_log "
+                             "prefix (CLUSTERSMITH_HOST); None when it does not say")
+
+    def hosts(self) -> tuple[str, ...]:
+        """Who ran it, in the report's own words: each client's hostname (client/server), else ``host``."""
+        if self.client_server:
+            return tuple(j.hostname for j in self.jobs if j.hostname)
+        return (self.host,) if self.host else ()
+
+    def failures(self) -> tuple[str, ...]:
+        """Each job fio says ended with an error, in fio's words (``error`` is the errno of the first error)."""
+        return tuple(f"job {j.jobname!r}" + (f" on {j.hostname}" if j.hostname else "") + f": \"error\" : {j.error} "
+                     f"({_errno(j.error)})" for j in self.jobs if j.error != 0)
 
     @property
     def errors(self) -> int:
@@ -104,6 +139,14 @@ class FioRun(_Frozen):
             d = self.aggregate.direction(direction)
             return float(d.bw_bytes) if d else 0.0
         return float(sum(d.bw_bytes for j in self.jobs if (d := j.direction(direction)) is not None))
+
+
+def _errno(code: int) -> str:
+    """``EIO, Input/output error`` for 5; fio's ``error`` is the errno of the job's first error."""
+    try:
+        return f"{errno.errorcode.get(code, '?')}, {os.strerror(code)}"
+    except (ValueError, OverflowError):
+        return "not an errno"
 
 
 def _document(text: str, source: str) -> dict[str, object]:
@@ -157,9 +200,12 @@ def parse_fio(text: str, source: str = "<fio>") -> FioRun:
             where = ".".join(str(p) for p in (key, i, *first["loc"]))
             raise parse_error(source, "fio", where, f"{first['msg'].lower()}", first.get("input")) from None
     aggregate = next((j for j in jobs if j.jobname == AGGREGATE), None)
+    options = doc.get("global options")
+    named = options.get("write_bw_log") if isinstance(options, dict) else None
+    named = named or next((j.options["write_bw_log"] for j in jobs if "write_bw_log" in j.options), None)
     return FioRun(source=source, version=str(doc.get("fio version", "")),
                   jobs=tuple(j for j in jobs if j.jobname != AGGREGATE), aggregate=aggregate,
-                  client_server=key == "client_stats")
+                  client_server=key == "client_stats", host=str(named) if named else None)
 
 
 def parse_fio_file(path: Path) -> FioRun:

@@ -3,9 +3,13 @@
 Text: the table is read by its header, so every layout parses: the current one
 (``size count type redop root | time algbw busbw #wrong`` twice), the older one without ``root`` whose
 ``error`` column holds a float, the oldest without ``redop``, and the per-iteration (``-I``) and bitwise
-columns. ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are stripped and interleaved ``NCCL INFO``
-lines skipped. JSON (``-J``): the ``results[]`` the writer in nccl-tests' ``src/util.cu`` emits, with
-``*_per_iter`` timing when run with ``-I``. GB/s here is 10^9 B/s, as nccl-tests computes it.
+columns. ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are stripped wherever they sit in a line (ranks
+writing at once interleave them mid-row) and interleaved ``NCCL INFO`` lines skipped. A log may hold several runs
+one after another (all_reduce_perf, all_gather_perf, ... as cluster scripts write them): each is its own
+``NcclRun``, begun by nccl-tests' ``# nccl-tests version`` / ``# Collective test starting`` / ``# nThread`` lines
+or a new table header, ended by its own footer; runs are never merged. JSON (``-J``): the ``results[]`` the
+writer in nccl-tests' ``src/util.cu`` emits, with ``*_per_iter`` timing when run with ``-I``. GB/s here is
+10^9 B/s, as nccl-tests computes it.
 
 The footer's "Avg bus bandwidth" averages every size of the sweep (small ones included), so it is kept
 for reference only; the check reads busbw at the large sizes.
@@ -26,7 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from validators.errors import ParseError, parse_error
 from validators.source import MAX_JSON, document, lines
 
-TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")
+TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
+RANK = re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)")
+STARTED = re.compile(r"^#\s*Collective test starting:\s*(?P<test>\S+)")
+SWEEP = re.compile(r"^#\s*nThread\s+\d+\s+nGpus\s+\d+\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)")
 HEADER_WORDS = {"size", "count", "busbw"}
 BLOCK_NAMES = {"time": "time_us", "cputime": "time_us", "algbw": "algbw", "busbw": "busbw", "#wrong": "wrong",
                "error": "wrong", "#bitdiff": "bitdiff", "i_min": "iter_min_us", "i_max": "iter_max_us",
@@ -69,12 +76,43 @@ class NcclRun(_Frozen):
     source: str
     layout: Layout
     rows: tuple[NcclRow, ...]
+    test: str | None = Field(default=None, description="'# Collective test starting: <program>', when printed")
     ranks: int | None = Field(default=None, description="Ranks listed in the device report")
+    hosts: tuple[str, ...] = Field(default=(), description="Distinct hosts of the device report's ranks")
+    max_bytes: int | None = Field(default=None, description="The sweep's maxBytes from the '# nThread' line")
     avg_busbw: float | None = Field(default=None, description='Footer "Avg bus bandwidth" (whole sweep)')
     out_of_bounds: int | None = None
+    out_of_bounds_line: str | None = Field(default=None, description="The footer line, as nccl-tests wrote it")
+    footer: bool = Field(default=False, description="The run printed its footer (a complete sweep)")
+    first_line: int = 1
 
     def large(self, min_bytes: int) -> tuple[NcclRow, ...]:
         return tuple(r for r in self.rows if r.size >= min_bytes)
+
+    @property
+    def name(self) -> str:
+        return f"{self.test or 'run'} at line {self.first_line}"
+
+    def failures(self) -> tuple[str, ...]:
+        """Errors nccl-tests itself reported, in its words: ``#wrong`` > 0 in a row (the current and JSON
+        layouts count wrong elements; the old layouts' ``error`` column is a float deviation) and
+        ``Out of bounds values : N FAILED`` with N > 0."""
+        out = []
+        if self.layout in ("current", "json"):
+            for r in self.rows:
+                for label, block in (("out-of-place", r.out_of_place), ("in-place", r.in_place)):
+                    if block is not None and block.wrong is not None and block.wrong > 0:
+                        out.append(f"#wrong {block.wrong:g} at {r.size} B ({label})")
+        if self.out_of_bounds:
+            out.append(self.out_of_bounds_line or f"Out of bounds values : {self.out_of_bounds} FAILED")
+        return tuple(out)
+
+
+class NcclLog(_Frozen):
+    """Every nccl-tests run of one file, in the order they were written."""
+
+    source: str
+    runs: tuple[NcclRun, ...]
 
 
 def _number(token: str) -> float | None:
@@ -146,28 +184,69 @@ def _footer_number(line: str, source: str, n: int) -> str:
     return parts[0]
 
 
-def parse_nccl_lines(text_lines: Iterable[str], source: str = "<nccl-tests>", start: int = 1) -> NcclRun:
-    """The results table of nccl-tests text output, read a line at a time (memory does not grow with the
-    NCCL INFO lines around it)."""
-    header: list[str] | None = None
-    rows: list[NcclRow] = []
-    ranks = 0
-    avg = oob = None
+class _Run:
+    """One run being read: its header, rows and footer."""
+
+    def __init__(self, first_line: int) -> None:
+        self.first_line = first_line
+        self.header: list[str] | None = None
+        self.rows: list[NcclRow] = []
+        self.hosts: list[str] = []
+        self.ranks = 0
+        self.test: str | None = None
+        self.max_bytes: int | None = None
+        self.avg: float | None = None
+        self.oob: int | None = None
+        self.oob_line: str | None = None
+        self.footer = False
+
+    @property
+    def started(self) -> bool:
+        return bool(self.rows) or self.footer
+
+    def done(self, source: str) -> NcclRun:
+        assert self.header is not None
+        return NcclRun(source=source, layout=_layout(self.header), rows=tuple(self.rows), test=self.test,
+                       ranks=self.ranks or None, hosts=tuple(dict.fromkeys(self.hosts)), max_bytes=self.max_bytes,
+                       avg_busbw=self.avg, out_of_bounds=self.oob, out_of_bounds_line=self.oob_line,
+                       footer=self.footer, first_line=self.first_line)
+
+
+def parse_nccl_log_lines(text_lines: Iterable[str], source: str = "<nccl-tests>", start: int = 1) -> NcclLog:
+    """Every run of nccl-tests text output, read a line at a time (memory does not grow with the NCCL INFO lines
+    around it)."""
+    runs: list[NcclRun] = []
+    run = _Run(start)
     first = ""
     for n, raw in enumerate(text_lines, start=start):
         line = TAG.sub("", raw).strip()
         first = first or line[:60]
         if line.startswith("#"):
             words = line.lstrip("#").split()
+            opens = (line.startswith(("# nccl-tests version", "# Collective test starting")) or SWEEP.match(line)
+                     or (set(words) >= HEADER_WORDS and run.rows))
+            if opens and run.started:  # the next run begins: the one before ends here, footer or not
+                if run.rows:
+                    runs.append(run.done(source))
+                run = _Run(n)
             try:
                 if set(words) >= HEADER_WORDS:
-                    header = words
+                    run.header = words
+                elif (m := STARTED.match(line)) is not None:
+                    run.test = m.group("test")
+                elif (m := SWEEP.match(line)) is not None:
+                    run.max_bytes = int(m.group("max"))
+                elif (m := RANK.match(line)) is not None:
+                    run.ranks += 1
+                    run.hosts.append(m.group("host"))
                 elif words[:1] == ["Rank"]:
-                    ranks += 1
+                    run.ranks += 1
                 elif line.startswith("# Avg bus bandwidth"):
-                    avg = _number(_footer_number(line, source, n))
+                    run.avg = _number(_footer_number(line, source, n))
+                    run.footer = True
                 elif line.startswith("# Out of bounds values"):
-                    oob = int(_footer_number(line, source, n))
+                    run.oob = int(_footer_number(line, source, n))
+                    run.oob_line = line.lstrip("# ").strip()
             except ValueError:
                 raise parse_error(source, "nccl-tests", f"line {n}", "expected a number after the colon",
                                   line) from None
@@ -175,19 +254,30 @@ def parse_nccl_lines(text_lines: Iterable[str], source: str = "<nccl-tests>", st
         tokens = line.split()
         if len(tokens) < 2 or not tokens[0].isdigit() or not tokens[1].isdigit():
             continue  # NCCL INFO lines, blank lines, launcher noise: a row starts with size and count
-        if header is None:
+        if run.header is None:
             known = DEFAULT_HEADERS.get(len(tokens))
             if known is None:
                 raise parse_error(source, "nccl-tests", f"line {n}", "a data row before any header, with a column "
                                   f"count of no known layout ({', '.join(map(str, sorted(DEFAULT_HEADERS)))})",
                                   line)
-            header = known.split()
-        rows.append(_row(header, tokens, source, n))
-    if not rows or header is None:
+            run.header = known.split()
+        run.rows.append(_row(run.header, tokens, source, n))
+    if run.rows:
+        runs.append(run.done(source))
+    if not runs:
         raise parse_error(source, "nccl-tests", "(document)", "expected a results table (a '#  size  count ... busbw' "
                           "header and data rows)", first or "an empty file")
-    return NcclRun(source=source, layout=_layout(header), rows=tuple(rows), ranks=ranks or None, avg_busbw=avg,
-                   out_of_bounds=oob)
+    return NcclLog(source=source, runs=tuple(runs))
+
+
+def parse_nccl_lines(text_lines: Iterable[str], source: str = "<nccl-tests>", start: int = 1) -> NcclRun:
+    """The one run of a single-test log (a log of several runs: ``parse_nccl_log_lines``)."""
+    log = parse_nccl_log_lines(text_lines, source, start)
+    if len(log.runs) > 1:
+        raise parse_error(source, "nccl-tests", "(document)", f"expected one run, found {len(log.runs)} (at lines "
+                          f"{', '.join(str(r.first_line) for r in log.runs)}): read it as a log of runs",
+                          log.runs[1].test or "a second table")
+    return log.runs[0]
 
 
 def parse_nccl_text(text: str, source: str = "<nccl-tests>") -> NcclRun:
@@ -252,7 +342,8 @@ def parse_nccl_json(text: str, source: str = "<nccl-tests.json>") -> NcclRun:
         return NcclRun(source=source, layout="json", rows=tuple(rows),
                        ranks=len(devices) if isinstance(devices, list) else None,
                        avg_busbw=avg.get("bandwidth") if isinstance(avg, dict) else None,
-                       out_of_bounds=oob.get("count") if isinstance(oob, dict) else None)
+                       out_of_bounds=oob.get("count") if isinstance(oob, dict) else None,
+                       footer=isinstance(avg, dict))
     except ValidationError as exc:
         raise _invalid(source, "nccl-tests JSON", "", exc) from None
 
@@ -262,9 +353,9 @@ def parse_nccl(text: str, source: str = "<nccl-tests>") -> NcclRun:
     return parse_nccl_json(text, source) if text.lstrip().startswith("{") else parse_nccl_text(text, source)
 
 
-def parse_nccl_file(path: Path) -> NcclRun:
-    """A file of nccl-tests output: JSON (bounded, read whole) when its first non-blank line opens an object, else
-    the text table, streamed."""
+def parse_nccl_file(path: Path) -> NcclLog:
+    """A file of nccl-tests output: JSON (bounded, read whole, one run) when its first non-blank line opens an
+    object, else every run of the text, streamed."""
     stream = lines(path)
     head, skipped = "", 0
     for head in stream:
@@ -273,5 +364,6 @@ def parse_nccl_file(path: Path) -> NcclRun:
         skipped += 1
     if head.lstrip().startswith("{"):
         stream.close()
-        return parse_nccl_json(document(path, "nccl-tests JSON", MAX_JSON), str(path))
-    return parse_nccl_lines(chain([head], stream), str(path), start=skipped + 1)
+        run = parse_nccl_json(document(path, "nccl-tests JSON", MAX_JSON), str(path))
+        return NcclLog(source=str(path), runs=(run,))
+    return parse_nccl_log_lines(chain([head], stream), str(path), start=skipped + 1)

@@ -4,10 +4,17 @@ Statuses: ``pass`` / ``fail`` for severity error; a miss of a severity-warning c
 severity info (the lab's emulated performance) is always ``info``, with measured and expected shown but
 never judged; ``not_applicable`` when the check cannot apply (NCCL without a GPU); ``setup_error`` when the
 tool could not run (missing binary, unreachable host, no output), which is not a measured miss.
+
+A verdict covers what the Blueprint plans or it is not a pass (DESIGN.md, "What acceptance may claim"): each
+measurement carries its ``Coverage`` (N of M hosts, ranks, paths), and a result that misses a planned host, names
+a foreign one or reports one twice is a setup error naming them. A run the tool itself reported as failed (fio
+``error``, nccl-tests ``#wrong`` or out-of-bounds values, a perftest error line) is ``fail`` whatever its severity
+and its numbers, quoting the tool.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Iterable
 from typing import Literal
@@ -43,17 +50,65 @@ class Series(_Frozen):
     points: tuple[tuple[float, float], ...]
 
 
+class Reference(_Frozen):
+    """A threshold drawn on a plot: a horizontal line at ``y``, in the unit of that plot's series' points."""
+
+    kind: Literal["throughput", "latency", "busbw"]
+    y: float
+    label: str
+
+
+class Coverage(_Frozen):
+    """How much of the plan a result covers: ``seen`` of ``planned`` units (hosts, ranks, nodes, paths)."""
+
+    what: str = Field(description="The unit counted: hosts, ranks, nodes, paths, subsystems")
+    seen: int
+    planned: int
+    missing: tuple[str, ...] = Field(default=(), description="Planned and absent from the result")
+    foreign: tuple[str, ...] = Field(default=(), description="In the result and not in the Blueprint")
+    duplicate: tuple[str, ...] = Field(default=(), description="Reported more than once")
+    gate: bool = Field(default=True, description="False: shown, not a setup error; the check's own measure judges "
+                       "the gap (a planned NVMe-oF path that is down is a miss)")
+
+    @property
+    def complete(self) -> bool:
+        return not self.gate or (self.seen == self.planned and not (self.missing or self.foreign or self.duplicate))
+
+    def shown(self) -> str:
+        return f"{self.seen} of {self.planned} {self.what}"
+
+    def problem(self) -> str | None:
+        """What keeps the result from covering the plan, naming each missing, foreign or duplicate unit."""
+        if self.complete:
+            return None
+        parts = [f"{self.shown()} in the result"]
+        for label, names in (("missing", self.missing), ("not in the Blueprint", self.foreign),
+                             ("reported more than once", self.duplicate)):
+            if names:
+                parts.append(f"{label}: {_names(names)}")
+        return "; ".join(parts)
+
+
+def _names(names: tuple[str, ...], limit: int = 20) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
 class Measurement(_Frozen):
     """What a rule found in the results: a value in the check's unit, or why there is none."""
 
     value: float | None = None
     details: tuple[Detail, ...] = ()
     series: tuple[Series, ...] = ()
+    references: tuple[Reference, ...] = Field(default=(), description="The threshold as lines on the plots")
     notes: tuple[str, ...] = Field(default=(), description="Findings worth reading, e.g. a degraded path")
     not_applicable: str | None = None
     setup_error: str | None = None
     violations: tuple[str, ...] = Field(default=(), description="Misses the value alone does not show (a wrong "
                                         "iopolicy, a disagreeing QoS layer); any makes the check miss")
+    failed_runs: tuple[str, ...] = Field(default=(), description="Runs the tool itself reported as failed, in its "
+                                         "own words (fio error, nccl-tests #wrong); any makes the check fail")
+    coverage: tuple[Coverage, ...] = Field(default=(), description="What of the plan the result covers")
 
 
 class CheckResult(_Frozen):
@@ -73,8 +128,15 @@ class CheckResult(_Frozen):
     message: str
     details: tuple[Detail, ...] = ()
     series: tuple[Series, ...] = ()
+    references: tuple[Reference, ...] = ()
     notes: tuple[str, ...] = ()
+    coverage: tuple[Coverage, ...] = ()
     duration_s: float = 0.0
+
+    @property
+    def coverage_shown(self) -> str:
+        """``"2 of 2 hosts, 16 of 16 ranks"``, or "-" when the check counts nothing."""
+        return ", ".join(c.shown() for c in self.coverage) or "-"
 
 
 def _fmt(x: float) -> str:
@@ -83,16 +145,33 @@ def _fmt(x: float) -> str:
 
 def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
     expected = f"{check.op} {_fmt(check.threshold)} {check.unit}"
-    if m.setup_error is not None:
-        status: Status = "setup_error"
+    gaps = [p for c in m.coverage if (p := c.problem()) is not None]
+    value = m.value
+    if m.failed_runs:  # the tool said the run failed: never a pass, and not a setup error either
+        status: Status = "fail"
+        message = "the run failed: " + "; ".join(m.failed_runs)
+        if gaps:
+            message += "; and the result is incomplete: " + "; ".join(gaps)
+    elif m.setup_error is not None:
+        status = "setup_error"
         message = f"could not measure: {m.setup_error}"
+        if gaps and any(c.seen for c in m.coverage):  # what there was did not cover the plan either
+            message += "; and the result does not cover the plan: " + "; ".join(gaps)
     elif m.not_applicable is not None:
         status, message = "not_applicable", f"not applicable: {m.not_applicable}"
-    elif m.value is None:
+    elif gaps:
+        status = "setup_error"
+        shown = "" if value is None or not math.isfinite(value) else f" (measured {_fmt(value)} {check.unit} " \
+                                                                      "over what is there)"
+        message = "the result does not cover the plan: " + "; ".join(gaps) + shown
+    elif value is None:
         status, message = "setup_error", "could not measure: the results hold no value for this check"
+    elif not math.isfinite(value):
+        status, message = "setup_error", f"could not measure: the measure came out {value} (not a finite number)"
+        value = None
     else:
-        met = OPS[check.op](m.value, check.threshold) and not m.violations
-        shown = f"measured {_fmt(m.value)} {check.unit}, expected {expected}"
+        met = OPS[check.op](value, check.threshold) and not m.violations
+        shown = f"measured {_fmt(value)} {check.unit}, expected {expected}"
         if m.violations:
             shown += "; " + "; ".join(m.violations)
         if check.severity == "info":
@@ -102,17 +181,25 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
         else:
             status = "fail" if check.severity == "error" else "warn"
             message = f"{shown}: missed"
+    if value is not None and not math.isfinite(value):
+        value = None
     return CheckResult(
         id=check.id, tool=check.tool, metric=check.metric, op=check.op, threshold=check.threshold, unit=check.unit,
         severity=check.severity, scope=check.scope, spec=check.derived_from.spec, rule=check.derived_from.rule,
-        formula=check.derived_from.formula, status=status, measured=m.value, message=message, details=m.details,
-        series=m.series, notes=m.notes, duration_s=round(duration_s, 3),
+        formula=check.derived_from.formula, status=status, measured=value, message=message,
+        details=tuple(d if d.value is None or math.isfinite(d.value) else d.model_copy(update={
+            "value": None, "note": f"{d.note} (not finite: {d.value})".strip()}) for d in m.details),
+        series=tuple(s.model_copy(update={"points": tuple(p for p in s.points if all(map(math.isfinite, p)))})
+                     for s in m.series),
+        references=tuple(r for r in m.references if math.isfinite(r.y)), notes=m.notes, coverage=m.coverage,
+        duration_s=round(duration_s, 3),
     )
 
 
 def exit_code(results: Iterable[CheckResult]) -> int:
-    """0 all pass (info, warn and not-applicable included), 1 a check failed, 2 a setup error."""
+    """0 all pass (info, warn and not-applicable included); 1 any check failed, whatever else happened (setup
+    errors too: a failure is never hidden behind them); 2 a setup error when nothing failed."""
     statuses = {r.status for r in results}
-    if "setup_error" in statuses:
-        return 2
-    return 1 if "fail" in statuses else 0
+    if "fail" in statuses:
+        return 1
+    return 2 if "setup_error" in statuses else 0

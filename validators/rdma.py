@@ -4,6 +4,11 @@ perftest prints a banner (test name, device, link type, QPs), then one results t
 lines. Bandwidth tables: ``#bytes #iterations BW peak[..] BW average[..] MsgRate[Mpps]``, the unit in the
 brackets (``Gb/sec`` with ``--report_gbits``, else ``MB/sec``, perftest's MB being 2^20 bytes). Latency
 tables: ``#bytes #iterations t_min t_max t_typical t_avg t_stdev 99% percentile 99.9% percentile``, in usec.
+
+The server side prints the same table (``Waiting for client to connect...`` above its banner): it is recognised as
+server output (``server``), which the checks do not judge as a measurement. perftest's own error lines
+(``Couldn't connect to ...``, ``Completion with error at client``, ``Failed status ...``) are kept as ``errors``, in
+its words; a client that failed before its table yields a result with no rows and those errors.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ LAT_KEYS = {"#bytes": "bytes", "#iterations": "iterations", "t_min[usec]": "t_mi
             "99% percentile[usec]": "p99_us", "99.9% percentile[usec]": "p99_9_us"}
 TO_GBIT = {"Gb/sec": 1.0, "MB/sec": 8 * 1048576 / 1e9, "MiB/sec": 8 * 1048576 / 1e9}
 BANNER = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z ]*?)\s*:\s*(?P<value>\S+)")
+SERVER = "Waiting for client to connect"
+ERROR_LINE = re.compile(r"^\s*(Did not detect devices|Couldn't|Could not|Couldnt|Unable to|Failed|"
+                        r"Completion with error|Problems with|Error|ERROR|No IB devices found|IB device .* not found)")
 
 
 class _Frozen(BaseModel):
@@ -51,11 +59,13 @@ class PerftestBw(_Frozen):
     source: str
     banner: Banner
     rows: tuple[BwRow, ...]
+    server: bool = Field(default=False, description="The server side's output: not a measurement")
+    errors: tuple[str, ...] = Field(default=(), description="perftest's error lines, verbatim")
 
     @property
-    def average_gbit(self) -> float:
-        """The average bandwidth of the largest message size measured."""
-        return max(self.rows, key=lambda r: r.bytes).average_gbit
+    def average_gbit(self) -> float | None:
+        """The average bandwidth of the largest message size measured (None: no row, the run failed)."""
+        return max(self.rows, key=lambda r: r.bytes).average_gbit if self.rows else None
 
 
 class LatRow(_Frozen):
@@ -74,6 +84,8 @@ class PerftestLat(_Frozen):
     source: str
     banner: Banner
     rows: tuple[LatRow, ...]
+    server: bool = False
+    errors: tuple[str, ...] = ()
 
 
 BANNER_KEYS = ("Device", "Link type", "Number of qps", "Connection type")
@@ -85,8 +97,13 @@ class _BannerReader:
     def __init__(self) -> None:
         self.test = ""
         self.found: dict[str, str] = {}
+        self.server = False
+        self.errors: list[str] = []
 
     def add(self, line: str) -> None:
+        self.server = self.server or SERVER in line
+        if ERROR_LINE.match(line) and len(self.errors) < 20:
+            self.errors.append(line.strip()[:300])
         if not self.test and line.strip().endswith("Test"):
             self.test = line.strip()
         for part in line.split("\t"):
@@ -101,12 +118,15 @@ class _BannerReader:
                       connection=self.found.get("Connection type"))
 
 
-def _table(text_lines: Iterable[str], source: str, tool: str, first: str) -> tuple[Banner, str, list[list[str]]]:
-    """The banner, the header line and the data rows that follow it; reading stops after the table."""
+def _table(text_lines: Iterable[str], source: str, tool: str,
+           first: str) -> tuple[_BannerReader, str | None, list[list[str]]]:
+    """The banner, the header line and the data rows that follow it; reading stops after the table, except for
+    error lines after it. No header is a parse error unless perftest printed an error line (then it failed)."""
     banner = _BannerReader()
     header: str | None = None
     last = ""
     rows: list[list[str]] = []
+    ended = False
     for line in text_lines:
         stripped = line.strip()
         if header is None:
@@ -116,20 +136,24 @@ def _table(text_lines: Iterable[str], source: str, tool: str, first: str) -> tup
                 banner.add(line)
                 last = stripped[:200] or last
             continue
+        if ended:
+            banner.add(line)
+            continue
         if not stripped or stripped.startswith("-"):
-            if rows:
-                break
+            ended = bool(rows)
             continue
         if not stripped[0].isdigit():
-            break
+            ended = True
+            banner.add(line)
+            continue
         rows.append(stripped.split())
-    if header is None:
+    if header is None and not banner.errors:
         raise parse_error(source, tool, "(document)", f"expected a results table starting with {first!r}",
                           last or "an empty file")
-    if not rows:
+    if header is not None and not rows and not banner.errors:
         raise parse_error(source, tool, "(table)", "expected at least one result row under the header",
                           header.strip())
-    return banner.banner(), header, rows
+    return banner, header, rows
 
 
 def parse_perftest_bw(text: str, source: str = "<ib_write_bw>") -> PerftestBw:
@@ -141,7 +165,10 @@ def parse_perftest_bw_file(path: Path) -> PerftestBw:
 
 
 def parse_perftest_bw_lines(text_lines: Iterable[str], source: str = "<ib_write_bw>") -> PerftestBw:
-    banner, header, raw_rows = _table(text_lines, source, "perftest bandwidth", "#bytes")
+    reader, header, raw_rows = _table(text_lines, source, "perftest bandwidth", "#bytes")
+    banner = reader.banner()
+    if header is None:
+        return PerftestBw(source=source, banner=banner, rows=(), server=reader.server, errors=tuple(reader.errors))
     columns = [m.group(1) for m in BW_COLUMN.finditer(header)]
     units = {m.group(2) or m.group(3) for m in BW_COLUMN.finditer(header) if m.group(2) or m.group(3)}
     if len(columns) != 5 or len(units) != 1:
@@ -162,7 +189,8 @@ def parse_perftest_bw_lines(text_lines: Iterable[str], source: str = "<ib_write_
         except ValueError:
             raise parse_error(source, "perftest bandwidth", f"row {n}", "expected 5 numbers as the header names",
                               " ".join(fields)) from None
-    return PerftestBw(source=source, banner=banner, rows=tuple(rows))
+    return PerftestBw(source=source, banner=banner, rows=tuple(rows), server=reader.server,
+                      errors=tuple(reader.errors))
 
 
 def parse_perftest_lat(text: str, source: str = "<ib_read_lat>") -> PerftestLat:
@@ -174,7 +202,10 @@ def parse_perftest_lat_file(path: Path) -> PerftestLat:
 
 
 def parse_perftest_lat_lines(text_lines: Iterable[str], source: str = "<ib_read_lat>") -> PerftestLat:
-    banner, header, raw_rows = _table(text_lines, source, "perftest latency", "#bytes")
+    reader, header, raw_rows = _table(text_lines, source, "perftest latency", "#bytes")
+    banner = reader.banner()
+    if header is None:
+        return PerftestLat(source=source, banner=banner, rows=(), server=reader.server, errors=tuple(reader.errors))
     keys = [LAT_KEYS[m.group(1)] for m in LAT_COLUMN.finditer(header)]
     if keys[:6] != ["bytes", "iterations", "t_min_us", "t_max_us", "t_typical_us", "t_avg_us"]:
         raise parse_error(source, "perftest latency", "(header)",
@@ -190,4 +221,5 @@ def parse_perftest_lat_lines(text_lines: Iterable[str], source: str = "<ib_read_
                                                for k, v in zip(keys, fields, strict=True)}))
         except ValueError:
             raise parse_error(source, "perftest latency", f"row {n}", "expected numbers", " ".join(fields)) from None
-    return PerftestLat(source=source, banner=banner, rows=tuple(rows))
+    return PerftestLat(source=source, banner=banner, rows=tuple(rows), server=reader.server,
+                       errors=tuple(reader.errors))

@@ -1,10 +1,11 @@
 """A results folder: the tool output of one acceptance run, as the runner writes it or a person lays it out.
 
-    fio/<workload>/<host>.json            fio --output-format=json+ (or json), one file per client
+    fio/<workload>/<host>.json            fio --output-format=json+ (or json), one file per GPU node; the host
+                                          its write_bw_log names (CLUSTERSMITH_HOST) wins over the file name
     fio/<workload>/<host>_bw.<job>.log    its bandwidth logs (write_bw_log=<host>)
-    nccl/<anything>.txt | .json           all_reduce_perf text output, or its -J JSON
+    nccl/<anything>.txt | .json           nccl-tests text output (one run or several, each with its footer), or -J
     nccl/<anything>.debug.log             its NCCL_DEBUG=INFO lines, when not interleaved in the .txt (information)
-    ib_write_bw/rail<i>/<host>.txt        the client side of ib_write_bw on rail i, one file per client host
+    ib_write_bw/rail<i>/<host>.txt        the client side of ib_write_bw on rail i, one file per GPU node and rail
     ib_read_lat/rail<i>/<host>.txt        the same for ib_read_lat
     nvme/<host>.json                      nvme list-subsys -o json
     qos/<host>/<file>                     what the QoS layers say on the host (see validators.qos)

@@ -67,10 +67,11 @@ def test_accept_runs_fio_and_rdma_for_real(deployed: ExampleLab) -> None:
     assert {f"{p.parent.name}/{p.stem}" for p in (run / "ib_write_bw").glob("rail*/*.txt")} == {
         f"rail{i}/{c}" for i in (0, 1) for c in clients}
     assert (run / "junit.xml").is_file()
-    # the lab run's HTML report, as headless Chromium renders it: the throughput plot has a line per client
+    # the lab run's HTML report, as headless Chromium renders it: the throughput plot has the clients' sum (against
+    # which the threshold is drawn) and a line per client
     shown = plots(rendered_dom(run / "report.html"))
     assert any("throughput over time per client" in t for t in shown.svgs["storage.read_throughput"]), shown.svgs
-    assert len(shown.lines["storage.read_throughput"]) == len(clients), shown.lines
+    assert len(shown.lines["storage.read_throughput"]) == len(clients) + 1, shown.lines
     assert all(points >= 2 for points in shown.lines["storage.read_throughput"]), shown.lines
 
 

@@ -12,6 +12,7 @@ from blueprints.blueprint import Blueprint, Check
 from blueprints.errors import ClusterSmithError
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
+from tests.unit.gate_inputs import fio_results, two_node_blueprint
 from validators.checks import rules
 from validators.errors import ParseError
 from validators.evaluate import evaluate, select
@@ -59,19 +60,22 @@ def test_lab_storage_is_informational_and_sums_the_clients() -> None:
     assert got["storage.mixed"].status == "pass" and got["storage.mixed"].measured == 0
 
 
-def test_production_threshold_from_the_blueprint_fails_a_slow_run() -> None:
+def test_production_threshold_from_the_blueprint_fails_a_slow_run(tmp_path: Path) -> None:
     bp = blueprint("cv-training-500tb")
     threshold = check(bp, "storage.read_throughput").threshold
-    got = judged(bp, FIXTURES / "fio" / "results", "storage.read_throughput")["storage.read_throughput"]
+    results = fio_results(tmp_path, bp.hosts_by_role()["gpu_client"], ("seq_read",))  # every GPU node reports
+    got = judged(bp, results, "storage.read_throughput")["storage.read_throughput"]
+    assert got.coverage_shown == "64 of 64 hosts"
     assert got.measured is not None and got.measured < threshold
     assert got.status == "fail" and f"expected >= {threshold:.4g} GB/s" in got.message
     assert got.spec == ("performance.storage.read_throughput",)
     assert exit_code([got]) == 1
 
 
-def test_p99_uses_the_blueprint_unit() -> None:
+def test_p99_uses_the_blueprint_unit(tmp_path: Path) -> None:
     bp = blueprint("cv-training-500tb")
-    got = judged(bp, FIXTURES / "fio" / "results", "storage.latency_p99")["storage.latency_p99"]
+    results = fio_results(tmp_path, bp.hosts_by_role()["gpu_client"], ("rand_read_4k",))
+    got = judged(bp, results, "storage.latency_p99")["storage.latency_p99"]
     assert got.unit == "us" and got.measured is not None
     assert got.status == ("pass" if got.measured <= check(bp, "storage.latency_p99").threshold else "fail")
     assert any(s.kind == "latency" for s in got.series)
@@ -86,30 +90,43 @@ def test_a_verify_mismatch_fails_the_mixed_workload(tmp_path: Path) -> None:
     assert any("fio error 84" in d.note for d in got.details)
 
 
-@pytest.mark.parametrize(("fixture", "measured"), [("a3mega-2x8-h100.txt", 318.40),
-                                                   ("sample-b-1x8-h100.txt", 470.73)])
-def test_nccl_reads_busbw_at_the_large_sizes_not_the_footer(tmp_path: Path, fixture: str, measured: float) -> None:
-    bp = blueprint("cv-training-500tb")
-    results = results_with(tmp_path, {f"nccl/{fixture}": FIXTURES / "nccl" / fixture})
+def test_nccl_reads_busbw_at_the_large_sizes_not_the_footer(tmp_path: Path) -> None:
+    bp = two_node_blueprint(tmp_path)  # 2 nodes x 8 GPUs, the a3mega recording's shape
+    results = results_with(tmp_path, {"nccl/a3mega.txt": FIXTURES / "nccl" / "a3mega-2x8-h100.txt"})
     got = judged(bp, results, "nccl.allreduce_busbw")["nccl.allreduce_busbw"]
     threshold = check(bp, "nccl.allreduce_busbw").threshold
-    assert got.measured == measured
-    assert got.status == ("pass" if measured >= threshold else "fail")
+    assert got.measured == 318.40 and got.coverage_shown == "16 of 16 ranks, 2 of 2 nodes"
+    assert got.status == ("pass" if threshold <= 318.40 else "fail")
     assert any("not the measure" in n for n in got.notes)
     assert {s.name.split()[-1] for s in got.series} == {"out-of-place", "in-place"}
+
+
+@pytest.mark.parametrize(("fixture", "coverage"), [
+    ("a3mega-2x8-h100.txt", "16 of 512 ranks in the result; 2 of 64 nodes in the result"),
+    ("sample-b-1x8-h100.txt", "sample-b-1x8-h100.txt stops at 2147483648 B, short of the plan's 8G"),  # -e 2G
+])
+def test_a_run_on_fewer_gpus_than_planned_never_passes(tmp_path: Path, fixture: str, coverage: str) -> None:
+    """Issue 15: a single-node 8-GPU NVLink run (470 GB/s) passed the 512-GPU fabric check."""
+    results = results_with(tmp_path, {f"nccl/{fixture}": FIXTURES / "nccl" / fixture})
+    got = judged(blueprint("cv-training-500tb"), results, "nccl.allreduce_busbw")["nccl.allreduce_busbw"]
+    assert got.status == "setup_error" and coverage in got.message, got.message
 
 
 def test_nccl_run_that_stops_below_the_large_sizes_is_a_setup_error(tmp_path: Path) -> None:
     results = results_with(tmp_path, {"nccl/run.txt": FIXTURES / "nccl" / "eks-efa-tag-output-2x1.txt"})
     got = judged(blueprint("cv-training-500tb"), results, "nccl.allreduce_busbw")["nccl.allreduce_busbw"]
-    assert got.status == "setup_error" and "stops at 1073741824 B" in got.message
+    assert got.status == "setup_error" and "stops at 1073741824 B, short of the plan's 8G" in got.message
 
 
-def test_nccl_without_a_gpu_is_not_applicable(tmp_path: Path) -> None:
+def test_nccl_without_a_gpu_is_not_applicable_only_on_the_lab(tmp_path: Path) -> None:
     (tmp_path / "host-facts.json").write_text(json.dumps({"client-1": {"gpus": 0}, "client-2": {"gpus": 0}}))
     got = judged(blueprint("lab"), tmp_path, "nccl.allreduce_busbw")["nccl.allreduce_busbw"]
     assert got.status == "not_applicable" and "no GPU on client-1, client-2" in got.message
     assert exit_code([got]) == 0
+    bp = two_node_blueprint(tmp_path)  # a real cluster: a node short of its GPUs fails, by name and count
+    (tmp_path / "host-facts.json").write_text(json.dumps({"gpu-1": {"gpus": 8}, "gpu-2": {"gpus": 7}}))
+    got = judged(bp, tmp_path, "nccl.allreduce_busbw")["nccl.allreduce_busbw"]
+    assert got.status == "fail" and "gpu-2: 7 GPU(s), planned 8" in got.message and "gpu-1" not in got.message
 
 
 def test_a_tool_that_did_not_run_is_a_setup_error_not_a_miss(tmp_path: Path) -> None:
@@ -117,7 +134,7 @@ def test_a_tool_that_did_not_run_is_a_setup_error_not_a_miss(tmp_path: Path) -> 
         {"storage.read_throughput": {"client-2": "Check that fio is installed: fio: command not found"}}))
     got = judged(blueprint("cv-training-500tb"), tmp_path, "storage.read_throughput")["storage.read_throughput"]
     assert got.status == "setup_error" and "client-2: Check that fio is installed" in got.message
-    assert exit_code([got]) == 2
+    assert exit_code([got]) == 2 and got.coverage_shown == "0 of 64 hosts"
 
 
 def test_missing_output_says_where_it_belongs(tmp_path: Path) -> None:

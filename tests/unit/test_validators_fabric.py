@@ -49,12 +49,17 @@ def nccl_conf(bp: Blueprint) -> str:
     return str(module.conf_text({e.name: e.value for e in bp.nccl_environment()}))
 
 
-def qos_results(root: Path, host: str, roce_tos: dict[str, str], conf: str | None) -> Path:
-    folder = root / "qos" / host
-    folder.mkdir(parents=True)
-    (folder / "rdma_cm_tos.json").write_text(json.dumps(roce_tos))
-    if conf is not None:
-        (folder / "nccl.conf").write_text(conf)
+def qos_results(root: Path, host: str, roce_tos: dict[str, str], conf: str | None,
+                others: dict[str, str] | None = None) -> Path:
+    """``host`` with the given layers; every other lab client with ``others`` (the recorded ToS) and the planned
+    nccl.conf, so the result covers the plan's GPU nodes."""
+    for name in ("client-1", "client-2"):
+        folder = root / "qos" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        tos, text = (roce_tos, conf) if name == host else (others if others is not None else roce_tos, conf)
+        (folder / "rdma_cm_tos.json").write_text(json.dumps(tos))
+        if text is not None:
+            (folder / "nccl.conf").write_text(text)
     return root
 
 
@@ -66,14 +71,25 @@ def test_recorded_rdma_cm_tos_and_the_planned_nccl_tc_agree(bp: Blueprint, tmp_p
 
 def test_a_layer_on_the_cnp_class_is_named_with_both_values(bp: Blueprint, tmp_path: Path) -> None:
     wrong = {path: str(bp.qos.cnp_dscp.value << 2) for path in recorded_roce_tos()}
-    got = judged(bp, qos_results(tmp_path, "client-1", wrong, nccl_conf(bp)), "qos.consistency")
+    got = judged(bp, qos_results(tmp_path, "client-1", wrong, nccl_conf(bp), recorded_roce_tos()),
+                 "qos.consistency")
     assert got.status == "fail" and got.measured == 0
     assert f"(DSCP {bp.qos.cnp_dscp.value})" in got.message and f"DSCP {bp.qos.dscp.value}" in got.message
 
 
 def test_a_host_stating_no_layer_fails(bp: Blueprint, tmp_path: Path) -> None:
-    got = judged(bp, qos_results(tmp_path, "client-2", {}, None), "qos.consistency")
+    folder = qos_results(tmp_path, "client-1", recorded_roce_tos(), nccl_conf(bp)) / "qos" / "client-2"
+    (folder / "rdma_cm_tos.json").write_text("{}")
+    (folder / "nccl.conf").unlink()
+    got = judged(bp, tmp_path, "qos.consistency")
     assert got.status == "fail" and "client-2: no layer states a QoS marking" in got.message
+
+
+def test_qos_of_a_host_the_blueprint_does_not_plan_is_a_setup_error(bp: Blueprint, tmp_path: Path) -> None:
+    qos_results(tmp_path, "client-1", recorded_roce_tos(), nccl_conf(bp))
+    (tmp_path / "qos" / "client-2").rename(tmp_path / "qos" / "client-9")
+    got = judged(bp, tmp_path, "qos.consistency")
+    assert got.status == "setup_error" and "missing: client-2; not in the Blueprint: client-9" in got.message
 
 
 def test_discovery_conf_tos_options_are_layers() -> None:
@@ -153,3 +169,15 @@ def test_a_cache_no_read_reached_in_the_window_is_a_setup_error_not_a_ratio(bp: 
 
 def test_hand_made_results_without_cache_hosts_judge_the_ratios_found(bp: Blueprint, tmp_path: Path) -> None:
     assert judged(bp, cache_results(tmp_path, None), "cache.hit_ratio").status == "info"
+
+
+def test_a_gpu_node_without_a_hit_ratio_is_missing_even_in_hand_made_results(tmp_path: Path) -> None:
+    """The lab plans client-1 and client-2, the hosts the recorded answer names; an edit renames one of them."""
+    prod = plan(load_requirements(REPO / "examples" / "lab.yaml"))
+    got = judged(prod, cache_results(tmp_path, None), "cache.hit_ratio")
+    assert got.coverage_shown == "2 of 2 hosts" and got.status == "info"
+    answer = json.loads((tmp_path / "prometheus" / "cache_hit_ratio.json").read_text())
+    answer["data"]["result"][1]["metric"]["instance"] = "client-9"  # edit: the second series' host renamed
+    (tmp_path / "prometheus" / "cache_hit_ratio.json").write_text(json.dumps(answer))
+    got = judged(prod, tmp_path, "cache.hit_ratio")
+    assert got.status == "setup_error" and "missing: client-2; not in the Blueprint: client-9" in got.message

@@ -11,6 +11,8 @@ import pytest
 from blueprints.blueprint import Blueprint
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
+from tests.unit.gate_inputs import nvme_results as planned_nvme_results
+from tests.unit.gate_inputs import two_node_blueprint
 from validators.errors import ParseError
 from validators.evaluate import evaluate
 from validators.nvmeof import parse_list_subsys
@@ -54,7 +56,6 @@ def test_the_server_side_prints_the_same_table() -> None:
 
 @pytest.mark.parametrize(("text", "field", "message"), [
     ("", "(document)", "expected a results table starting with '#bytes'"),
-    (" Couldn't connect to 10.77.0.1:18515\n", "(document)", "expected a results table"),
     (" #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n-----\n", "(table)",
      "expected at least one result row"),
     (" #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n 65536 82 0.0 fast 0.1\n", "row 1",
@@ -68,19 +69,48 @@ def test_bad_bandwidth_output(text: str, field: str, message: str) -> None:
     assert err.value.problems[0].path == field and message in err.value.problems[0].message
 
 
+def rails_results(root: Path, hosts: list[str], rails: int) -> Path:
+    """The recorded client output of lab rail (i mod 2) filed for every host on every rail i (copies)."""
+    for rail in range(rails):
+        (root / "ib_write_bw" / f"rail{rail}").mkdir(parents=True, exist_ok=True)
+        for host in hosts:
+            shutil.copy(RDMA / f"lab-ib_write_bw-rail{rail % 2}.client.txt",
+                        root / "ib_write_bw" / f"rail{rail}" / f"{host}.txt")
+    return root
+
+
 def test_rdma_rule_takes_the_slowest_rail(tmp_path: Path) -> None:
-    for rail in (0, 1):
-        (tmp_path / "ib_write_bw" / f"rail{rail}").mkdir(parents=True)
-        shutil.copy(RDMA / f"lab-ib_write_bw-rail{rail}.client.txt", tmp_path / "ib_write_bw" / f"rail{rail}" /
-                    "client-1.txt")
+    rails_results(tmp_path / "lab", ["client-1", "client-2"], 2)
     values = [parse_perftest_bw((RDMA / f"lab-ib_write_bw-rail{r}.client.txt").read_text(), "x").average_gbit
               for r in (0, 1)]
-    lab = judged(blueprint("lab"), tmp_path, "rdma.write_bw")
-    assert lab.measured == min(values) and lab.status == "info" and len(lab.details) == 2
-    prod = blueprint("cv-training-500tb")
-    got = judged(prod, tmp_path, "rdma.write_bw")
+    lab = judged(blueprint("lab"), tmp_path / "lab", "rdma.write_bw")
+    assert lab.measured == min(v for v in values if v is not None) and lab.status == "info"
+    assert len(lab.details) == 4 and lab.coverage_shown == "4 of 4 rail measurements"
+    prod = two_node_blueprint(tmp_path)
+    got = judged(prod, rails_results(tmp_path / "prod", ["gpu-1", "gpu-2"], 8), "rdma.write_bw")
     threshold = next(c.threshold for c in prod.acceptance.checks if c.id == "rdma.write_bw")
     assert got.status == "fail" and f"expected >= {threshold:.4g} Gb/s" in got.message
+
+
+def test_rdma_misses_a_host_or_rail_and_refuses_server_output(tmp_path: Path) -> None:
+    root = rails_results(tmp_path, ["client-1"], 2)  # client-2 measured on no rail
+    shutil.copy(RDMA / "lab-ib_write_bw-rail0.server.txt", root / "ib_write_bw" / "rail0" / "client-2.txt")
+    got = judged(blueprint("lab"), root, "rdma.write_bw")
+    assert got.status == "setup_error" and "2 of 4 rail measurements" in got.message
+    assert "missing: rail0 client-2, rail1 client-2" in got.message
+    assert any("perftest server output, not a measurement" in n and "rail0/client-2.txt" in n for n in got.notes)
+
+
+def test_a_perftest_error_fails_the_rail_in_its_own_words(tmp_path: Path) -> None:
+    """dev-ib_write_bw-no-device.txt: ib_write_bw on a machine without an RDMA device (real output)."""
+    out = parse_perftest_bw((RDMA / "dev-ib_write_bw-no-device.txt").read_text(), "x")
+    assert out.rows == () and out.average_gbit is None
+    assert out.errors == ("Did not detect devices", "Unable to find the Infiniband/RoCE device")
+    root = rails_results(tmp_path, ["client-1", "client-2"], 2)
+    shutil.copy(RDMA / "dev-ib_write_bw-no-device.txt", root / "ib_write_bw" / "rail1" / "client-2.txt")
+    got = judged(blueprint("lab"), root, "rdma.write_bw")
+    assert got.status == "fail" and "rail1/client-2.txt: Did not detect devices; Unable to find the Infiniband/RoCE" \
+        " device" in got.message
 
 
 def test_list_subsys_of_nvme_cli_2() -> None:
@@ -92,10 +122,26 @@ def test_list_subsys_of_nvme_cli_2() -> None:
 
 
 def nvme_results(root: Path, listing: str, policy: str) -> Path:
-    (root / "nvme").mkdir(parents=True, exist_ok=True)
-    shutil.copy(NVME / listing, root / "nvme" / "client-1.json")
-    (root / "nvme" / "client-1.iopolicy.json").write_text(json.dumps({"nvme-subsys0": policy}))
-    return root
+    """client-1's recording filed for client-1, and client-2 with both paths live (gate_inputs.nvme_results)."""
+    bp = blueprint("lab")
+    planned_nvme_results(root, bp, NVME / "lab-list-subsys.json", "round-robin", ["client-2"])
+    return planned_nvme_results(root, bp, NVME / listing, policy, ["client-1"])
+
+
+def test_paths_cover_every_planned_host_and_subsystem(tmp_path: Path) -> None:
+    """Issue 15: one host with one subsystem whose NQN is not in the plan passed for every planned path."""
+    bp = blueprint("lab")
+    (tmp_path / "nvme").mkdir()
+    shutil.copy(NVME / "lab-list-subsys.json", tmp_path / "nvme" / "client-1.json")  # its recorded NQN, ...:record
+    (tmp_path / "nvme" / "client-1.iopolicy.json").write_text(json.dumps({"nvme-subsys0": "round-robin"}))
+    got = judged(bp, tmp_path, "nvmeof.paths")
+    planned = bp.storage.nvmeof.subsystems[0].nqn if bp.storage.nvmeof else ""
+    assert got.status == "setup_error", got.message
+    assert "1 of 2 hosts in the result; missing: client-2" in got.message
+    assert f"missing: client-1 {planned}, client-2 {planned}" in got.message
+    assert "not in the Blueprint: client-1 nqn.2026-11.io.clustersmith:lab:record" in got.message
+    good = nvme_results(tmp_path / "good", "lab-list-subsys.json", "round-robin")
+    assert judged(bp, good, "nvmeof.paths").coverage_shown == "2 of 2 hosts, 2 of 2 subsystems, 4 of 4 paths"
 
 
 def test_both_paths_live_with_the_planned_policy_pass(tmp_path: Path) -> None:
@@ -107,7 +153,8 @@ def test_both_paths_live_with_the_planned_policy_pass(tmp_path: Path) -> None:
 def test_a_cut_rail_is_reported_as_a_degraded_path(tmp_path: Path) -> None:
     got = judged(blueprint("lab"), nvme_results(tmp_path, "lab-list-subsys.rail0-cut.json", "round-robin"),
                  "nvmeof.paths")
-    assert got.status == "fail" and got.measured == 1
+    assert got.status == "fail" and got.measured == 1 and "3 of 4 paths" in got.coverage_shown
+    assert "client-1 nvme-subsys0: 1 of 2 planned paths live" in got.message  # the host is named
     assert got.notes == ("degraded: client-1 nvme-subsys0 path nvme0 (10.77.0.1) is connecting",)
 
 

@@ -79,11 +79,26 @@ def test_html_is_self_contained_with_the_expected_plots(report: RunReport, writt
     assert any("throughput over time per client" in t for t in parser.svgs["storage.read_throughput"])
     assert any("latency percentiles" in t for t in parser.svgs["storage.latency_p99"])
     assert any("busbw versus message size" in t for t in parser.svgs["nccl.allreduce_busbw"])
-    assert len(parser.lines["storage.read_throughput"]) == 2  # one line per client
+    assert len(parser.lines["storage.read_throughput"]) == 3  # all clients summed, then one line per client
     assert all(n >= 2 for lines in parser.lines.values() for n in lines)
     html = written["report.html"].read_text()
     for c in report.checks:
         assert f"id='{c.id}'" in html and f"data-status='{c.status}'" in html
+
+
+def test_html_lists_failures_first_and_draws_thresholds_and_coverage(report: RunReport,
+                                                                     written: dict[str, Path]) -> None:
+    html = written["report.html"].read_text()
+    order = [c.status for c in sorted(report.checks, key=lambda c: html.index(f"id='{c.id}'"))]
+    ranks = {"fail": 0, "setup_error": 1, "warn": 2, "info": 3, "not_applicable": 4, "pass": 5}
+    assert order == sorted(order, key=ranks.__getitem__) and order[0] in ("fail", "setup_error")
+    cards = {c.id: html[html.index(f"id='{c.id}'"):].split("</section>", 1)[0] for c in report.checks}
+    for check_id in ("storage.read_throughput", "storage.latency_p99", "storage.jitter", "nccl.allreduce_busbw"):
+        assert "class=\"threshold\"" in cards[check_id], check_id
+    threshold = next(c for c in report.checks if c.id == "storage.read_throughput").threshold
+    assert f'data-label="&gt;= {threshold:g} GB/s (all clients)"' in cards["storage.read_throughput"]
+    assert "<td>coverage</td><td>2 of 2 hosts</td>" in cards["storage.read_throughput"]
+    assert "<td>coverage</td><td>16 of 2 ranks, 2 of 2 nodes</td>" in cards["nccl.allreduce_busbw"]
 
 
 def _png_pixels(path: Path) -> tuple[int, int, int, bytearray]:
@@ -118,10 +133,10 @@ def test_html_renders_in_headless_chromium(written: dict[str, Path], tmp_path: P
     shot = tmp_path / "report.png"
     assert rendered_dom(written["report.html"]).count("<polyline") >= 5
     subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=1000,2400", f"--screenshot={shot}", written["report.html"].as_uri()],
+                    "--window-size=1000,6000", f"--screenshot={shot}", written["report.html"].as_uri()],
                    capture_output=True, timeout=120, check=True)
     width, height, bpp, pixels = _png_pixels(shot)
-    assert (width, height) == (1000, 2400)
+    assert (width, height) == (1000, 6000)  # failures first: the storage plots sit lower
     blue = sum(1 for i in range(0, len(pixels), bpp)
                if abs(pixels[i] - 0x1F) < 24 and abs(pixels[i + 1] - 0x77) < 24 and abs(pixels[i + 2] - 0xB4) < 24)
     assert blue > 200, f"only {blue} pixels of the first plot line's colour: the plots did not render"

@@ -32,9 +32,9 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def inventory(tmp_path: Path, **host: object) -> Path:
+def inventory(tmp_path: Path, names: tuple[str, ...] = ("local-1",), **host: object) -> Path:
     path = tmp_path / "inventory.yml"
-    path.write_text(yaml.safe_dump({"all": {"children": {"gpu_clients": {"hosts": {"local-1": host}}}}}))
+    path.write_text(yaml.safe_dump({"all": {"children": {"gpu_clients": {"hosts": {n: host for n in names}}}}}))
     return path
 
 
@@ -52,16 +52,16 @@ def latest_report(out: Path) -> dict[str, dict[str, object]]:
 
 
 def test_runs_fio_for_real_and_cleans_its_scratch_files(out: Path, tmp_path: Path) -> None:
-    scratch = tmp_path / "scratch"
-    r = accept(out, "--inventory", inventory(tmp_path, **LOCAL), "--fio-target", scratch, "--destructive",
-               "--only", "storage.latency_p99,nccl.allreduce_busbw")
+    scratch = tmp_path / "scratch"  # both planned lab clients, reached locally: the verdict covers the plan
+    r = accept(out, "--inventory", inventory(tmp_path, ("client-1", "client-2"), **LOCAL), "--fio-target", scratch,
+               "--destructive", "--only", "storage.latency_p99,nccl.allreduce_busbw")
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"fio will write 1 file(s) of up to 67 MB per client into {scratch}" in r.stdout
     checks = latest_report(out)
     assert checks["storage.latency_p99"]["status"] == "info" and float(checks["storage.latency_p99"]["measured"]) > 0
     assert checks["nccl.allreduce_busbw"]["status"] == "not_applicable"
     run = sorted((out / "acceptance" / "runs").iterdir())[-1]
-    assert (run / "fio" / "rand_read_4k" / "local-1.json").is_file()
+    assert (run / "fio" / "rand_read_4k" / "client-1.json").is_file()
     assert (run / "report.html").is_file() and (run / "junit.xml").is_file()
     assert list(scratch.iterdir()) == [], "the scratch files are removed afterwards"
 
@@ -188,7 +188,9 @@ def test_a_perftest_pair_that_failed_mid_run_is_measured_again_and_noted(out: Pa
     assert runner.setup_errors == {}
     judged = {r.id: r for r in evaluate(load_blueprint(out), Results(runner.results), ["rdma.write_bw"],
                                         strict=False)}
-    assert judged["rdma.write_bw"].status == "info"
+    # only client-2 on rail 0 was scripted: the verdict says what the plan still lacks, and keeps the note
+    assert judged["rdma.write_bw"].status == "setup_error"
+    assert "missing: rail0 client-1, rail1 client-1, rail1 client-2" in judged["rdma.write_bw"].message
     assert f"client-2: first attempt failed (rail 0 to storage-1: {COMPLETION_ERROR}); measured again" in \
         judged["rdma.write_bw"].notes, judged["rdma.write_bw"].notes
 

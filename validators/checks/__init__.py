@@ -2,6 +2,8 @@
 
 Each module registers its rules with ``@rule("<check id>")``; ``evaluate`` runs the rule of every check
 the Blueprint plans. A planned check without a rule is a setup error, so a new check cannot pass unseen.
+Every rule gets what the Blueprint plans (``validators.coverage.Planned``) and states the coverage of what it
+judged, so a result that leaves out a planned host, rank or path cannot pass.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ import pkgutil
 from collections.abc import Callable
 
 from blueprints.blueprint import Check
+from validators.coverage import Planned
 from validators.outcome import Measurement
 from validators.results import Results
 
-Rule = Callable[[Check, Results], Measurement]
+Rule = Callable[[Check, Results, Planned], Measurement]
 _RULES: dict[str, Rule] = {}
 
 

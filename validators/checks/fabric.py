@@ -1,4 +1,8 @@
-"""Fabric rules read from the hosts: NVMe-oF paths and I/O policy, and the QoS layers agreeing with the plan."""
+"""Fabric rules read from the hosts: NVMe-oF paths and I/O policy, and the QoS layers agreeing with the plan.
+
+Both judge every host the Blueprint plans: ``nvmeof.paths`` each host that attaches a planned subsystem
+(``attached_by``), each of those subsystems by NQN (a missing or foreign NQN is a setup error) and its paths, one
+per rail; ``qos.consistency`` every GPU node."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import os
 
 from blueprints.blueprint import Check
 from validators.checks import missing, rule, setup_failure
+from validators.coverage import Planned, count, cover
 from validators.errors import parse_error
 from validators.nvmeof import parse_list_subsys
 from validators.outcome import Detail, Measurement
@@ -15,17 +20,21 @@ from validators.results import Results
 
 
 @rule("nvmeof.paths")
-def nvmeof_paths(check: Check, results: Results) -> Measurement:
+def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measurement:
     """Every fabrics subsystem on every client: live paths (one per rail) and the planned I/O policy."""
+    hosts_planned = list(planned.subsystems)
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
-        return failed
+        return failed.model_copy(update={"coverage": (cover("hosts", [], hosts_planned),)})
     files = results.files("nvme", pattern="*.json")
     listings = [p for p in files if not p.name.endswith(".iopolicy.json")]
     if not listings:
-        return missing("nvme list-subsys output", "nvme/<host>.json")
+        return missing("nvme list-subsys output", "nvme/<host>.json").model_copy(
+            update={"coverage": (cover("hosts", [], hosts_planned),)})
     want = check.args.get("iopolicy")
     details, notes, violations = [], [], []
+    seen_subsystems: list[str] = []
+    live_paths = 0
     for path in listings:
         host = path.stem
         listing = parse_list_subsys(results.small_text(path, "nvme list-subsys JSON"), str(path))
@@ -39,8 +48,14 @@ def nvmeof_paths(check: Check, results: Results) -> Measurement:
             violations.append(f"{host}: no NVMe-oF subsystem connected")
             details.append(Detail(where=host, value=0.0, unit="paths", note="no fabrics subsystem"))
         for sub in subsystems:
+            seen_subsystems.append(f"{host} {sub.nqn}")
             live = [p for p in sub.paths if p.live]
             rails = {p.address.get("traddr") for p in live}
+            if sub.nqn in planned.subsystems.get(host, ()):
+                live_paths += min(len(rails), planned.paths_per_subsystem)
+                if len(rails) < planned.paths_per_subsystem:
+                    violations.append(f"{host} {sub.name}: {len(rails)} of {planned.paths_per_subsystem} planned "
+                                      "paths live")
             policy = sub.iopolicy or policies.get(sub.name)
             details.append(Detail(where=f"{host} {sub.name}", value=float(len(rails)), unit="paths",
                                   note=f"{sub.nqn}; iopolicy {policy or 'unknown'}"))
@@ -53,19 +68,26 @@ def nvmeof_paths(check: Check, results: Results) -> Measurement:
             if want and policy is None:
                 violations.append(f"{host} {sub.name}: iopolicy not reported (expected {want})")
     value = min((d.value or 0.0) for d in details)
-    return Measurement(value=value, details=tuple(details), notes=tuple(notes), violations=tuple(violations))
+    planned_subsystems = [f"{h} {nqn}" for h, nqns in planned.subsystems.items() for nqn in nqns]
+    coverage = (cover("hosts", [p.stem for p in listings], hosts_planned),
+                cover("subsystems", seen_subsystems, planned_subsystems),
+                count("paths", live_paths, len(planned_subsystems) * planned.paths_per_subsystem).model_copy(
+                    update={"gate": False}))
+    return Measurement(value=value, details=tuple(details), notes=tuple(notes), violations=tuple(violations),
+                       coverage=coverage)
 
 
 @rule("qos.consistency")
-def qos_consistency(check: Check, results: Results) -> Measurement:
+def qos_consistency(check: Check, results: Results, planned: Planned) -> Measurement:
     """Every layer a host states (NCCL, NVMe-oF, RDMA CM) against the plan's DSCP and priority."""
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
-        return failed
+        return failed.model_copy(update={"coverage": (cover("hosts", [], planned.gpu_nodes),)})
     hosts = sorted(p.name for p in (results.root / "qos").iterdir() if p.is_dir()) \
         if (results.root / "qos").is_dir() else []
     if not hosts:
-        return missing("QoS layer settings", "qos/<host>/{nccl.conf,discovery.conf,rdma_cm_tos.json}")
+        return missing("QoS layer settings", "qos/<host>/{nccl.conf,discovery.conf,rdma_cm_tos.json}").model_copy(
+            update={"coverage": (cover("hosts", [], planned.gpu_nodes),)})
     plan = LayerQos(layer="plan", field="qos.dscp", dscp=int(check.args["dscp"]),
                     priority=int(check.args["priority"]), shown=f"DSCP {check.args['dscp']}")
     details, violations = [], []
@@ -80,4 +102,4 @@ def qos_consistency(check: Check, results: Results) -> Measurement:
         if not layers:
             violations.append(f"{host}: no layer states a QoS marking (no NCCL_IB_TC, no --tos, no rdma_cm ToS)")
     return Measurement(value=min(d.value or 0.0 for d in details), details=tuple(details),
-                       violations=tuple(violations))
+                       violations=tuple(violations), coverage=(cover("hosts", hosts, planned.gpu_nodes),))

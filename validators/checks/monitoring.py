@@ -1,5 +1,7 @@
 """Monitoring rules on Prometheus answers: every scrape target up, and the dm-cache read hit ratio over the fio
-workloads' window (the Blueprint's monitoring query, asked by the runner)."""
+workloads' window (the Blueprint's monitoring query, asked by the runner), one series per GPU node (its
+``instance`` label is the host name): a GPU node without one, or an instance the Blueprint does not name, is a
+setup error."""
 
 from __future__ import annotations
 
@@ -7,13 +9,14 @@ import math
 
 from blueprints.blueprint import Check
 from validators.checks import one_file, rule
+from validators.coverage import Planned, cover
 from validators.monitoring import parse_targets, parse_vector
 from validators.outcome import Detail, Measurement
 from validators.results import Results
 
 
 @rule("monitoring.targets_up")
-def targets_up(check: Check, results: Results) -> Measurement:
+def targets_up(check: Check, results: Results, planned: Planned) -> Measurement:
     found = one_file(check, results, "Prometheus targets", "prometheus", "targets.json")
     if isinstance(found, Measurement):
         return found
@@ -29,16 +32,17 @@ def targets_up(check: Check, results: Results) -> Measurement:
 
 
 @rule("cache.hit_ratio")
-def cache_hit_ratio(check: Check, results: Results) -> Measurement:
+def cache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measurement:
     """The plan's hit ratio query (``check.args["query"]``), counted over the fio workloads' window, per client."""
     found = one_file(check, results, "answer to the cache hit ratio query", "prometheus", "cache_hit_ratio.json")
     if isinstance(found, Measurement):
         return found
     samples = parse_vector(*found)
     series = check.args.get("query", "hit ratio")
+    coverage = (cover("hosts", [s.labels.get("instance", "?") for s in samples], planned.gpu_nodes),)
     if not samples:
-        return Measurement(setup_error=f"Prometheus has no {series} series over the fio workloads' window "
-                                       "(exporter not scraped, or no cache)")
+        return Measurement(coverage=coverage, setup_error=f"Prometheus has no {series} series over the fio "
+                           "workloads' window (exporter not scraped, or no cache)")
     details = tuple(Detail(where=s.labels.get("instance", "?"), value=None if math.isnan(s.value) else s.value,
                            unit="ratio", note="no reads reached the cache in the window" if math.isnan(s.value) else "")
                     for s in samples)
@@ -48,6 +52,6 @@ def cache_hit_ratio(check: Check, results: Results) -> Measurement:
         why = [f"Prometheus has no {series} for {', '.join(unsampled)}, where storage_tiering puts a cache "
                "(exporter not scraped, or no cache there)"] if unsampled else []
         why += [f"no reads reached the cache of {', '.join(idle)} while the fio workloads ran"] if idle else []
-        return Measurement(details=details, setup_error="; ".join(why))
-    return Measurement(value=min(s.value for s in samples), details=details,
-                       notes=("the lowest host counts",))
+        return Measurement(details=details, setup_error="; ".join(why), coverage=coverage)
+    return Measurement(value=min(s.value for s in samples), details=details, coverage=coverage,
+                       notes=("the lowest host counts: every GPU node (storage_tiering's cache hosts) must answer",))

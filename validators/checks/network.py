@@ -1,4 +1,10 @@
-"""Network rules: NCCL all_reduce busbw at the large sizes, RDMA write bandwidth per rail against line rate."""
+"""Network rules: NCCL all_reduce busbw at the large sizes, RDMA write bandwidth per rail against line rate.
+
+NCCL judges a run only when it covers the plan: as many ranks as the Blueprint's GPU nodes x GPUs per node, on as
+many nodes, a complete sweep (rows up to the plan's ``maxbytes`` and the footer). Every run of every log in
+``nccl/`` is read on its own; any run nccl-tests reported as wrong (``#wrong``, out-of-bounds values) fails the
+check. RDMA judges every GPU node on every compute rail; perftest's server side is not a measurement.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,11 @@ from pathlib import Path
 
 from blueprints.blueprint import Check
 from validators.checks import missing, rule, setup_failure
+from validators.coverage import Planned, count, cover
 from validators.errors import ParseError, parse_error
 from validators.nccl import NcclRun, parse_nccl_file
 from validators.nccl_debug import NcclDebug, parse_nccl_debug_file
-from validators.outcome import Detail, Measurement, Series
+from validators.outcome import Coverage, Detail, Measurement, Reference, Series
 from validators.rdma import parse_perftest_bw_file
 from validators.results import Results
 
@@ -25,11 +32,26 @@ def nccl_bytes(text: str) -> int:
     return int(m.group("n")) * int(1024 ** " KMGT".index(m.group("unit") or " "))
 
 
-def _no_gpu(results: Results) -> str | None:
+ALLREDUCE_TESTS = (None, "all_reduce_perf")  # a log without the "Collective test starting" line is all_reduce
+
+
+def _gpus(results: Results, planned: Planned) -> Measurement | None:
+    """The pre-flight's GPU count per node (host-facts.json) against the plan: not applicable only where the
+    Blueprint itself says the GPUs are emulated (the lab); elsewhere a node short of its GPUs fails, by name."""
     facts = results.host_facts()
-    if facts and all(int(f.get("gpus", 0)) == 0 for f in facts.values()):
-        return (f"no GPU on {', '.join(sorted(facts))} (the NVIDIA driver lists none in /proc/driver/nvidia/gpus); "
-                f"NCCL needs one per rank")
+    counted = {h: int(f["gpus"]) for h, f in facts.items() if "gpus" in f and h in planned.gpu_nodes}
+    if not counted:
+        return None
+    if planned.gpus_emulated and all(n == 0 for n in counted.values()):
+        return Measurement(not_applicable=f"no GPU on {', '.join(sorted(counted))} (the NVIDIA driver lists none in "
+                                          "/proc/driver/nvidia/gpus) and the Blueprint's lab emulates them; NCCL "
+                                          "needs one per rank")
+    short = [f"{h}: {n} GPU(s), planned {planned.gpus_per_node}" for h, n in sorted(counted.items())
+             if n < planned.gpus_per_node]
+    if short:
+        return Measurement(failed_runs=("GPU pre-flight: " + "; ".join(short),),
+                           coverage=(count("GPUs", sum(min(n, planned.gpus_per_node) for n in counted.values()),
+                                           planned.ranks).model_copy(update={"gate": False}),))
     return None
 
 
@@ -80,61 +102,128 @@ def _debug(path: Path) -> NcclDebug | None:
     return None
 
 
+def _run_coverage(run: NcclRun, debug: NcclDebug | None, planned: Planned) -> tuple[Coverage, Coverage]:
+    """Ranks and nodes the run says it had (its device report, else NCCL's INFO lines) against the plan."""
+    ranks = run.ranks or (debug.nranks if debug is not None else None) or 0
+    nodes = len(run.hosts) or (len(debug.hosts) if debug is not None else 0)
+    return count("ranks", ranks, planned.ranks), count("nodes", nodes, len(planned.gpu_nodes))
+
+
+def _incomplete(run: NcclRun, where: str, min_bytes: int, max_text: str) -> str | None:
+    """Why a run's sweep is not whole: rows missing up to the plan's largest size, or no footer."""
+    largest = max(r.size for r in run.rows)
+    max_bytes = nccl_bytes(max_text)
+    if largest < max_bytes:
+        return (f"{where} stops at {largest} B, short of the plan's {max_text} ({max_bytes} B)"
+                + ("" if run.footer else ", with no footer ('# Avg bus bandwidth'): the sweep was cut off")
+                + (f"; busbw is read at sizes >= {min_bytes} B" if largest < min_bytes else ""))
+    if not run.footer:
+        return f"{where} has no footer ('# Avg bus bandwidth'): the sweep did not finish"
+    return None
+
+
 @rule("nccl.allreduce_busbw")
-def allreduce_busbw(check: Check, results: Results) -> Measurement:
-    if check.args.get("requires") == "gpu" and (why := _no_gpu(results)) is not None:
-        return Measurement(not_applicable=why)
+def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measurement:
+    if check.args.get("requires") == "gpu" and (gpus := _gpus(results, planned)) is not None:
+        return gpus
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
         return failed
     files = results.files("nccl", pattern="*.txt") + results.files("nccl", pattern="*.json")
     if not files:
-        return missing("all_reduce_perf output", "nccl/<name>.txt or nccl/<name>.json")
+        return missing("all_reduce_perf output", "nccl/<name>.txt or nccl/<name>.json").model_copy(
+            update={"coverage": (count("ranks", 0, planned.ranks),)})
     min_bytes = nccl_bytes(check.args.get("minbytes", "0"))
+    max_text = check.args.get("maxbytes", check.args.get("minbytes", "0"))
     details: list[Detail] = []
     series: list[Series] = []
     notes: list[str] = []
+    failures: list[str] = []
+    incomplete: list[str] = []
+    coverage: list[Coverage] = []
     for path in files:
-        run = parse_nccl_file(path)
-        large = [r for r in run.large(min_bytes) if r.out_of_place is not None]
-        series += _busbw_series(run, path.stem)
-        if not large:
-            largest = max(r.size for r in run.rows)
-            return Measurement(setup_error=f"{path.name} stops at {largest} B; busbw is read at sizes >= "
-                                           f"{check.args.get('minbytes')} (run all_reduce_perf -b "
-                                           f"{check.args.get('minbytes')} -e {check.args.get('maxbytes', '8G')})")
-        worst = min(large, key=lambda r: r.out_of_place.busbw if r.out_of_place else 0.0)
-        busbw = worst.out_of_place.busbw if worst.out_of_place else 0.0
-        details.append(Detail(where=path.name, value=busbw, unit="GB/s",
-                              note=f"lowest out-of-place busbw over {len(large)} size(s) >= {min_bytes} B, "
-                                   f"at {worst.size} B"))
-        if (debug := _debug(path)) is not None:
+        debug = _debug(path)
+        if debug is not None:
             notes.append(debug_note(path.name, debug, check.args.get("algorithm_expectation")))
-        if run.avg_busbw is not None:
-            notes.append(f"{path.name}: footer 'Avg bus bandwidth' {run.avg_busbw:g} GB/s averages the whole "
-                         f"sweep and is not the measure")
+        for run in parse_nccl_file(path).runs:
+            where = f"{path.name} {run.name}" if run.test or run.first_line > 1 else path.name
+            failures += [f"{where}: {f}" for f in run.failures()]
+            if (why := _incomplete(run, where, min_bytes, max_text)) is not None:
+                incomplete.append(why)
+            if run.test not in ALLREDUCE_TESTS:
+                notes.append(f"{where}: judged for errors and completeness only (the check measures all_reduce)")
+                continue
+            ranks, nodes = _run_coverage(run, debug, planned)
+            coverage += [ranks, nodes]
+            series += _busbw_series(run, where)
+            large = [r for r in run.large(min_bytes) if r.out_of_place is not None]
+            if not large:
+                continue
+            worst = min(large, key=lambda r: r.out_of_place.busbw if r.out_of_place else 0.0)
+            busbw = worst.out_of_place.busbw if worst.out_of_place else 0.0
+            details.append(Detail(where=where, value=busbw, unit="GB/s",
+                                  note=f"lowest out-of-place busbw over {len(large)} size(s) >= {min_bytes} B, "
+                                       f"at {worst.size} B; {ranks.seen} rank(s) on {nodes.seen} node(s)"))
+            if run.avg_busbw is not None:
+                notes.append(f"{where}: footer 'Avg bus bandwidth' {run.avg_busbw:g} GB/s averages the whole "
+                             f"sweep and is not the measure")
     notes.append(f"on two nodes run with NCCL_ALGO={check.args.get('algo', 'Ring')}: tree busbw can exceed the wire")
-    return Measurement(value=min(d.value or 0.0 for d in details), details=tuple(details), series=tuple(series),
-                       notes=tuple(notes))
+    lines = (Reference(kind="busbw", y=check.threshold, label=f"{check.op} {check.threshold:g} {check.unit}"),) \
+        if check.unit == "GB/s" else ()
+    judged = Measurement(value=min((d.value or 0.0 for d in details), default=None), details=tuple(details),
+                         series=tuple(series), references=lines, notes=tuple(notes), failed_runs=tuple(failures),
+                         coverage=_worst(coverage, planned))
+    if incomplete:
+        return judged.model_copy(update={"setup_error": "; ".join(incomplete)})
+    if not details:
+        return judged.model_copy(update={"setup_error": "no all_reduce_perf run in nccl/ (only "
+                                         + ", ".join(sorted({r.test or "?" for p in files
+                                                             for r in parse_nccl_file(p).runs})) + ")"})
+    return judged
+
+
+def _worst(coverage: list[Coverage], planned: Planned) -> tuple[Coverage, ...]:
+    """Every all_reduce run must cover the plan: show the smallest of each unit, which judges them all."""
+    out = []
+    for what, total in (("ranks", planned.ranks), ("nodes", len(planned.gpu_nodes))):
+        found = [c for c in coverage if c.what == what]
+        if found:
+            out.append(min(found, key=lambda c: (c.seen == c.planned, c.seen)))
+        else:
+            out.append(count(what, 0, total))
+    return tuple(out)
 
 
 @rule("rdma.write_bw")
-def write_bw(check: Check, results: Results) -> Measurement:
+def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
+    """Every GPU node on every compute rail (``ib_write_bw/rail<i>/<host>.txt``, the client side)."""
+    wanted = [f"rail{i} {h}" for i in range(planned.rails) for h in planned.gpu_nodes]
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
-        return failed
+        return failed.model_copy(update={"coverage": (cover("rail measurements", [], wanted),)})
     rails = sorted(p.name for p in (results.root / "ib_write_bw").glob("rail*") if p.is_dir()) \
         if (results.root / "ib_write_bw").is_dir() else []
-    if not rails:
-        return missing("ib_write_bw output", "ib_write_bw/rail<i>/<host>.txt")
-    details = []
+    details, seen, failures, servers = [], [], [], []
     for rail in rails:
         for path in results.files("ib_write_bw", rail, pattern="*.txt"):
             out = parse_perftest_bw_file(path)
+            if out.server:
+                servers.append(f"{rail}/{path.name}")
+                continue
+            seen.append(f"{rail} {path.stem}")
+            if out.errors:
+                failures.append(f"{rail}/{path.name}: " + "; ".join(out.errors))
+            if not out.rows:
+                continue
             details.append(Detail(where=f"{rail} {path.stem}", value=out.average_gbit, unit="Gb/s",
                                   note=f"{out.banner.device or '?'}, {out.rows[-1].bytes} B messages, "
                                        f"{out.banner.qps or '?'} QP(s)"))
-    if not details:
-        return missing("ib_write_bw output", "ib_write_bw/rail<i>/<host>.txt")
-    return Measurement(value=min(d.value or 0.0 for d in details), details=tuple(details),
-                       notes=("the slowest rail counts: every rail must reach the pass mark",))
+    coverage = (cover("rail measurements", seen, wanted),)
+    notes = ["the slowest rail counts: every rail must reach the pass mark"]
+    if servers:
+        notes.append(f"perftest server output, not a measurement (the client side measures): {', '.join(servers)}")
+    if not details and not failures:
+        return missing("ib_write_bw client output", "ib_write_bw/rail<i>/<host>.txt").model_copy(
+            update={"coverage": coverage, "notes": tuple(notes)})
+    return Measurement(value=min((d.value or 0.0 for d in details), default=None), details=tuple(details),
+                       notes=tuple(notes), coverage=coverage, failed_runs=tuple(failures))

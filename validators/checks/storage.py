@@ -1,10 +1,15 @@
 """Storage rules on fio output: throughput summed over the clients that ran at once, p99 completion latency,
-jitter as the coefficient of variation of the summed per-interval bandwidth, and the mixed workload's errors."""
+jitter as the coefficient of variation of the summed per-interval bandwidth, and the mixed workload's errors.
+
+Every rule judges only a complete workload: one report from each planned GPU node, the host named by the report
+itself where fio says it (the ``write_bw_log`` prefix, set from ``CLUSTERSMITH_HOST``), else by the file name. A
+missing, foreign or twice-reported host is a setup error; a job fio says ended with an error fails the check."""
 
 from __future__ import annotations
 
 from blueprints.blueprint import Check
 from validators.checks import missing, rule, setup_failure
+from validators.coverage import Planned, cover
 from validators.fio import (
     DIRECTIONS,
     Direction,
@@ -13,7 +18,7 @@ from validators.fio import (
     merged_percentile,
     worst_percentile,
 )
-from validators.outcome import Detail, Measurement, Series
+from validators.outcome import Coverage, Detail, Measurement, Reference, Series
 from validators.results import FioWorkloadResults, Results
 
 RATE_UNITS = {"B/s": 1.0, "kB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12}
@@ -21,15 +26,33 @@ TIME_UNITS_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 LOG_DIRECTION = {"read": 0, "write": 1, "trim": 2}
 
 
-def _workload(check: Check, results: Results) -> FioWorkloadResults | Measurement:
+def _workload(check: Check, results: Results, planned: Planned) -> FioWorkloadResults | Measurement:
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
-        return failed
+        return failed.model_copy(update={"coverage": (cover("hosts", [], planned.gpu_nodes),)})
     name = check.args.get("workload", "")
     found = results.fio(name)
     if found is None:
-        return missing(f"fio output of workload {name!r}", f"fio/{name}/<host>.json")
+        return missing(f"fio output of workload {name!r}", f"fio/{name}/<host>.json").model_copy(
+            update={"coverage": (cover("hosts", [], planned.gpu_nodes),)})
     return found
+
+
+def _coverage(found: FioWorkloadResults, planned: Planned) -> tuple[Coverage, tuple[str, ...]]:
+    """The hosts the reports name (each report's own word first, its file name else) against the GPU nodes,
+    and a note for every report filed under another host's name."""
+    names: list[str] = []
+    notes: list[str] = []
+    for stem, run in sorted(found.runs.items()):
+        said = run.hosts() or (stem,)
+        names += said
+        if not run.client_server and run.host and run.host != stem:
+            notes.append(f"{stem}.json reports host {run.host} (its write_bw_log prefix)")
+    return cover("hosts", names, planned.gpu_nodes), tuple(notes)
+
+
+def _failures(found: FioWorkloadResults) -> tuple[str, ...]:
+    return tuple(f"{stem}.json: {f}" for stem, run in sorted(found.runs.items()) for f in run.failures())
 
 
 def _throughput_series(found: FioWorkloadResults, direction: Direction, interval_ms: int) -> tuple[Series, ...]:
@@ -41,34 +64,49 @@ def _throughput_series(found: FioWorkloadResults, direction: Direction, interval
     return tuple(out)
 
 
-def _throughput(check: Check, results: Results, direction: Direction) -> Measurement:
-    found = _workload(check, results)
+def _throughput(check: Check, results: Results, planned: Planned, direction: Direction) -> Measurement:
+    found = _workload(check, results, planned)
     if isinstance(found, Measurement):
         return found
     scale = RATE_UNITS.get(check.unit)
     if scale is None:
         return Measurement(setup_error=f"unit {check.unit!r} is not a rate this rule knows ({', '.join(RATE_UNITS)})")
+    coverage, notes = _coverage(found, planned)
+    absent = [stem for stem, run in sorted(found.runs.items()) if all(
+        j.direction(direction) is None for j in ([run.aggregate] if run.aggregate else run.jobs))]
+    if absent:
+        mixed = any(j.mixed is not None for stem in absent for j in found.runs[stem].jobs)
+        return Measurement(coverage=(coverage,), setup_error=f"fio reported no {direction!r} section in "
+                           f"{', '.join(f'{a}.json' for a in absent)}" + (
+                               " (unified_rw_reporting=mixed: read and write are one 'mixed' figure)" if mixed else ""))
     details = tuple(Detail(where=host, value=run.bw_bytes(direction) / scale, unit=check.unit)
                     for host, run in sorted(found.runs.items()))
     total = sum(d.value or 0.0 for d in details)
     interval = int(check.args.get("bwavgtime", "500"))
-    return Measurement(value=total, details=details, series=_throughput_series(found, direction, interval),
-                       notes=(f"sum of {len(details)} client(s) running at once",))
+    logs = [log for host_logs in found.logs.values() for log in host_logs]
+    summed = interval_series(logs, LOG_DIRECTION[direction], interval)
+    series = ((Series(kind="throughput", name=f"all clients {direction}", points=tuple(summed)),) if summed else ()) \
+        + _throughput_series(found, direction, interval)
+    line = Reference(kind="throughput", y=check.threshold * scale,
+                     label=f"{check.op} {check.threshold:g} {check.unit} (all clients)")
+    return Measurement(value=total, details=details, series=series, references=(line,),
+                       notes=(f"sum of {len(details)} client(s) running at once", *notes),
+                       coverage=(coverage,), failed_runs=_failures(found))
 
 
 @rule("storage.read_throughput")
-def read_throughput(check: Check, results: Results) -> Measurement:
-    return _throughput(check, results, "read")
+def read_throughput(check: Check, results: Results, planned: Planned) -> Measurement:
+    return _throughput(check, results, planned, "read")
 
 
 @rule("storage.write_throughput")
-def write_throughput(check: Check, results: Results) -> Measurement:
-    return _throughput(check, results, "write")
+def write_throughput(check: Check, results: Results, planned: Planned) -> Measurement:
+    return _throughput(check, results, planned, "write")
 
 
 @rule("storage.latency_p99")
-def latency_p99(check: Check, results: Results) -> Measurement:
-    found = _workload(check, results)
+def latency_p99(check: Check, results: Results, planned: Planned) -> Measurement:
+    found = _workload(check, results, planned)
     if isinstance(found, Measurement):
         return found
     scale = TIME_UNITS_NS.get(check.unit)
@@ -81,42 +119,54 @@ def latency_p99(check: Check, results: Results) -> Measurement:
     details, series = [], []
     for host, run in sorted(found.runs.items()):
         for job in run.jobs:
-            clat = job.read.clat_ns
+            clat = job.read.clat_ns if job.read is not None else None
             if clat is None:
                 continue
             p99 = clat.at(99.0)
             details.append(Detail(where=host, value=None if p99 is None else p99 / scale, unit=check.unit))
             points = sorted((float(k), v / 1e3) for k, v in clat.percentile.items())
             series.append(Series(kind="latency", name=host, points=tuple(points)))
+    coverage, notes = _coverage(found, planned)
+    line = Reference(kind="latency", y=check.threshold * scale / 1e3, label=f"p99 {check.op} {check.threshold:g} "
+                     f"{check.unit}")
     return Measurement(value=None if value is None else value / scale, details=tuple(details),
-                       series=tuple(series), notes=(how,))
+                       series=tuple(series), references=(line,), notes=(how, *notes), coverage=(coverage,),
+                       failed_runs=_failures(found))
 
 
 @rule("storage.jitter")
-def jitter(check: Check, results: Results) -> Measurement:
-    found = _workload(check, results)
+def jitter(check: Check, results: Results, planned: Planned) -> Measurement:
+    found = _workload(check, results, planned)
     if isinstance(found, Measurement):
         return found
+    coverage, host_notes = _coverage(found, planned)
+    judged = Measurement(coverage=(coverage,), failed_runs=_failures(found))
     interval = int(check.args.get("bwavgtime", "500"))
     logs = [log for host_logs in found.logs.values() for log in host_logs]
     summed = interval_series(logs, LOG_DIRECTION["read"], interval)
     cv = coefficient_of_variation([bw for _, bw in summed])
     if cv is not None:
         series = (Series(kind="throughput", name="all clients read", points=tuple(summed)),)
-        return Measurement(value=cv, series=series + _throughput_series(found, "read", interval),
-                           notes=(f"{len(summed)} intervals of {interval} ms, {len(logs)} job log(s) summed",))
+        mean = sum(bw for _, bw in summed) / len(summed)
+        band = tuple(Reference(kind="throughput", y=mean * (1 + sign * check.threshold / 100.0),
+                               label=f"mean {'+' if sign > 0 else '-'} {check.threshold:g} %") for sign in (1, -1))
+        return judged.model_copy(update={
+            "value": cv, "series": series + _throughput_series(found, "read", interval), "references": band,
+            "notes": (f"{len(summed)} intervals of {interval} ms, {len(logs)} job log(s) summed", *host_notes)})
     per_job = [(host, d.bw_dev / d.bw_mean * 100.0) for host, run in found.runs.items() for j in run.jobs
-               if (d := j.read).bw_mean > 0 and d.bw_samples >= 2]
+               if (d := j.read) is not None and d.bw_mean > 0 and d.bw_samples >= 2]
     if not per_job:
-        return missing("bandwidth logs or per-interval statistics", f"fio/{check.args.get('workload')}/<host>_bw.*.log")
+        gone = missing("bandwidth logs or per-interval statistics", f"fio/{check.args.get('workload')}/<host>_bw.*.log")
+        return judged.model_copy(update={"setup_error": gone.setup_error})
     worst = max(per_job, key=lambda p: p[1])
-    return Measurement(value=worst[1], details=tuple(Detail(where=h, value=v, unit="%") for h, v in per_job),
-                       notes=("no bandwidth logs: the worst job's bw_dev / bw_mean instead of the summed series",))
+    return judged.model_copy(update={
+        "value": worst[1], "details": tuple(Detail(where=h, value=v, unit="%") for h, v in per_job),
+        "notes": ("no bandwidth logs: the worst job's bw_dev / bw_mean instead of the summed series", *host_notes)})
 
 
 @rule("storage.mixed")
-def mixed(check: Check, results: Results) -> Measurement:
-    found = _workload(check, results)
+def mixed(check: Check, results: Results, planned: Planned) -> Measurement:
+    found = _workload(check, results, planned)
     if isinstance(found, Measurement):
         return found
     details = []
@@ -125,5 +175,7 @@ def mixed(check: Check, results: Results) -> Measurement:
         codes = sorted({j.error for j in run.jobs if j.error})
         note = f"{moved / 1e6:.0f} MB moved" + (f"; fio error {', '.join(map(str, codes))}" if codes else "")
         details.append(Detail(where=host, value=float(run.errors), unit="errors", note=note))
+    coverage, notes = _coverage(found, planned)
     return Measurement(value=float(sum(d.value or 0.0 for d in details)), details=tuple(details),
-                       notes=("jobs that ended with an error (verify mismatch, I/O error)",))
+                       notes=("jobs that ended with an error (verify mismatch, I/O error)", *notes),
+                       coverage=(coverage,), failed_runs=_failures(found))

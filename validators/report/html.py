@@ -1,4 +1,5 @@
-"""A self-contained HTML report: one card per check with measured, expected, unit, spec path and its plots.
+"""A self-contained HTML report: one card per check with measured, expected, unit, coverage, spec path and its
+plots, each with the check's threshold drawn on it; failures first, then setup errors, warnings, the rest.
 
 Everything is inline (CSS, SVG); nothing is fetched, so the file opens offline and can be attached to a ticket.
 """
@@ -8,10 +9,11 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from validators.outcome import CheckResult, Series
+from validators.outcome import CheckResult, Reference, Series
 from validators.report.run import RunReport
 from validators.report.svg import chart
 
+STATUS_ORDER = {"fail": 0, "setup_error": 1, "warn": 2, "info": 3, "not_applicable": 4, "pass": 5}
 STATUS_COLOR = {"pass": "#2e7d32", "fail": "#c62828", "warn": "#ef6c00", "info": "#1565c0",
                 "not_applicable": "#757575", "setup_error": "#6a1b9a"}
 CSS = """
@@ -37,16 +39,19 @@ def plots(c: CheckResult) -> list[str]:
     by_kind: dict[str, list[Series]] = {}
     for s in c.series:
         by_kind.setdefault(s.kind, []).append(s)
+    def refs(kind: str) -> tuple[Reference, ...]:
+        return tuple(r for r in c.references if r.kind == kind)
+
     if "throughput" in by_kind:
         scale, unit = _scale(by_kind["throughput"])
         out.append(chart(by_kind["throughput"], f"{c.id}: throughput over time per client", "time (s)", unit,
-                         scale))
+                         scale, references=refs("throughput")))
     if "latency" in by_kind:
         out.append(chart(by_kind["latency"], f"{c.id}: completion latency percentiles", "percentile",
-                         "latency (us, log scale)", log10_y=True))
+                         "latency (us, log scale)", log10_y=True, references=refs("latency")))
     if "busbw" in by_kind:
         out.append(chart(by_kind["busbw"], f"{c.id}: busbw versus message size", "message size", "busbw (GB/s)",
-                         log2_x=True))
+                         log2_x=True, references=refs("busbw")))
     return out
 
 
@@ -54,7 +59,8 @@ def _card(report: RunReport, c: CheckResult) -> str:
     measured = "—" if c.measured is None else f"{c.measured:.4g}"
     rows = [("measured", f"{measured} {escape(c.unit)}"), ("expected", f"{escape(c.op)} {c.threshold:.4g} "
                                                                       f"{escape(c.unit)}"),
-            ("unit", escape(c.unit)), ("spec", escape(", ".join(report.spec_ref(s) for s in c.spec))),
+            ("unit", escape(c.unit)), ("coverage", escape(c.coverage_shown)),
+            ("spec", escape(", ".join(report.spec_ref(s) for s in c.spec))),
             ("rule", escape(c.rule)), ("derived", escape(c.formula)), ("severity", escape(c.severity)),
             ("scope", escape(c.scope))]
     kv = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
@@ -77,7 +83,8 @@ def _card(report: RunReport, c: CheckResult) -> str:
 def render_html(report: RunReport) -> str:
     counts = " ".join(f"<span><b>{n}</b> {escape(s.replace('_', ' '))}</span>"
                       for s, n in sorted(report.counts.items()))
-    cards = "\n".join(_card(report, c) for c in report.checks)
+    ordered = sorted(report.checks, key=lambda c: STATUS_ORDER[c.status])  # stable: plan order within a status
+    cards = "\n".join(_card(report, c) for c in ordered)
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>Acceptance: {escape(report.blueprint)}</title><style>{CSS}</style></head><body>"
             f"<h1>Acceptance of {escape(report.blueprint)}</h1>"

@@ -28,7 +28,7 @@ def write_junit(report: RunReport, path: Path) -> Path:
         for name, value in (("measured", "" if c.measured is None else f"{c.measured:g}"),
                             ("expected", f"{c.op} {c.threshold:g}"), ("unit", c.unit), ("severity", c.severity),
                             ("spec", ", ".join(report.spec_ref(s) for s in c.spec)), ("rule", c.rule),
-                            ("status", c.status)):
+                            ("coverage", c.coverage_shown), ("status", c.status)):
             ET.SubElement(cprops, "property", {"name": name, "value": value})
         lines = (f"{d.where}: {d.value} {d.unit} {d.note}".rstrip() for d in c.details)
         body = "\n".join([c.message, *c.notes, *lines])

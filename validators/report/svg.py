@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from validators.outcome import Series
+from validators.outcome import Reference, Series
 
 WIDTH, HEIGHT = 640, 300
 LEFT, RIGHT, TOP, BOTTOM = 70, 160, 20, 45
@@ -33,13 +33,17 @@ def _label(v: float) -> str:
 
 
 def chart(series: list[Series], title: str, x_label: str, y_label: str, y_scale: float = 1.0,
-          log2_x: bool = False, log10_y: bool = False) -> str:
+          log2_x: bool = False, log10_y: bool = False, references: tuple[Reference, ...] = ()) -> str:
     """One chart of several series; ``y_scale`` divides y (e.g. 1e6 for MB/s); ``log2_x`` for message sizes,
-    ``log10_y`` for latency tails."""
+    ``log10_y`` for latency tails; each reference (the check's threshold) is a dashed horizontal line, inside the
+    y range. Points that are not finite numbers are left out."""
     pts = [[(math.log2(x) if log2_x else x, math.log10(y / y_scale) if log10_y else y / y_scale)
-            for x, y in s.points if not (log2_x and x <= 0) and not (log10_y and y <= 0)] for s in series]
+            for x, y in s.points if math.isfinite(x) and math.isfinite(y)
+            and not (log2_x and x <= 0) and not (log10_y and y <= 0)] for s in series]
+    refs = [(math.log10(r.y / y_scale) if log10_y else r.y / y_scale, r.label) for r in references
+            if math.isfinite(r.y) and not (log10_y and r.y <= 0)]
     xs = [x for p in pts for x, _ in p] or [0.0]
-    ys = [y for p in pts for _, y in p] or [0.0]
+    ys = [y for p in pts for _, y in p] + [y for y, _ in refs] or [0.0]
     x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
     y0: float
     y1: float
@@ -79,5 +83,10 @@ def chart(series: list[Series], title: str, x_label: str, y_label: str, y_scale:
         out.append(f'<line x1="{WIDTH - RIGHT + 10}" x2="{WIDTH - RIGHT + 28}" y1="{ly - 4}" y2="{ly - 4}" '
                    f'stroke="{color}" stroke-width="2"/>')
         out.append(f'<text x="{WIDTH - RIGHT + 32}" y="{ly}" font-size="11">{escape(s.name)}</text>')
+    for y, label in refs:
+        out.append(f'<line class="threshold" data-label="{escape(label)}" x1="{LEFT}" x2="{LEFT + pw}" '
+                   f'y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#c62828" stroke-width="1.5" stroke-dasharray="6,4"/>')
+        out.append(f'<text x="{LEFT + pw - 4}" y="{sy(y) - 4:.1f}" text-anchor="end" font-size="11" fill="#c62828">'
+                   f"{escape(label)}</text>")
     out.append("</svg>")
     return "\n".join(out)

@@ -1,0 +1,68 @@
+"""What the Blueprint plans that a verdict must cover, read from it once, and the coverage of a result against it.
+
+Every rule gets a ``Planned``: the GPU nodes, storage targets and monitoring hosts by name
+(``Blueprint.hosts_by_role``), the GPUs per node and so the ranks an all-node NCCL run has, the compute rails,
+and the NVMe-oF subsystems each GPU node attaches with their paths (one per rail). ``cover`` compares the names
+a result reports with the planned ones.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from blueprints.blueprint import Blueprint
+from validators.outcome import Coverage
+
+
+class Planned(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpu_nodes: tuple[str, ...] = Field(description="Hosts of role gpu_client, in the Blueprint's order")
+    storage_targets: tuple[str, ...] = ()
+    monitoring: tuple[str, ...] = ()
+    gpus_per_node: int
+    rails: int = Field(description="Compute rails per GPU node")
+    subsystems: dict[str, tuple[str, ...]] = Field(default_factory=dict,
+                                                   description="Host -> the NVMe-oF NQNs it attaches")
+    paths_per_subsystem: int = 0
+    gpus_emulated: bool = Field(default=False, description="The lab: the Blueprint itself says there is no GPU")
+
+    @property
+    def ranks(self) -> int:
+        """An all-node NCCL run: one rank per GPU on every GPU node."""
+        return len(self.gpu_nodes) * self.gpus_per_node
+
+    @classmethod
+    def of(cls, bp: Blueprint) -> Planned:
+        by_role = bp.hosts_by_role()
+        subsystems: dict[str, list[str]] = {}
+        nvmeof = bp.storage.nvmeof
+        for sub in nvmeof.subsystems if nvmeof else ():
+            for host in by_role.get(sub.attached_by, []):
+                subsystems.setdefault(host, []).append(sub.nqn)
+        return cls(gpu_nodes=tuple(by_role.get("gpu_client", [])),
+                   storage_targets=tuple(by_role.get("storage_target", [])),
+                   monitoring=tuple(by_role.get("monitoring", [])), gpus_per_node=bp.compute.gpus_per_node,
+                   rails=bp.compute.rails.value, subsystems={h: tuple(n) for h, n in subsystems.items()},
+                   paths_per_subsystem=nvmeof.paths_per_subsystem.value if nvmeof else 0,
+                   gpus_emulated=bp.lab is not None)
+
+
+def cover(what: str, seen: Iterable[str], planned: Iterable[str]) -> Coverage:
+    """``seen`` (one name per report, repeats kept) against ``planned``: missing, foreign and duplicate names."""
+    reports = list(seen)
+    plan = list(dict.fromkeys(planned))
+    counts = Counter(reports)
+    wanted = set(plan)
+    return Coverage(what=what, seen=len(wanted & set(counts)), planned=len(plan),
+                    missing=tuple(p for p in plan if p not in counts),
+                    foreign=tuple(sorted(n for n in counts if n not in wanted)),
+                    duplicate=tuple(sorted(n for n, k in counts.items() if k > 1)))
+
+
+def count(what: str, seen: int, planned: int) -> Coverage:
+    """A count the result states (ranks, nodes) against the plan's, when the units have no names."""
+    return Coverage(what=what, seen=seen, planned=planned)
