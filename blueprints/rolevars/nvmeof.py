@@ -1,7 +1,9 @@
 """Variables of the ``nvmeof`` role: NVMe-oF subsystems on the storage targets, multipath on the clients.
 
 Each subsystem of the Blueprint is served by the storage target the planner names (``served_by``: ``hot-3``,
-``storage-1``). Targets export it on one port per rail; clients connect once per rail.
+``storage-1``) and lets in only the hosts the Blueprint says attach it, by the host NQN the planner gives each.
+Targets export it on one port per rail; clients connect once per rail. Secrets are not role variables: the role
+reads them from the cluster's secrets file (``clustersmith_secrets_file``, blueprints.secrets).
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ class SubsystemVars(BaseModel):
     nqn: str = Field(description="NVMe Qualified Name of the subsystem")
     tier: str = Field(description="Storage tier the subsystem belongs to")
     target_host: str = Field(description="Inventory name of the storage target that serves it")
+    allowed_hosts: tuple[str, ...] = Field(
+        description="Inventory names of the hosts the target lets in (allowed_hosts; no other host)")
+
+
+class HostIdentityVars(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Inventory name of a host that attaches subsystems")
+    nqn: str = Field(description="Its host NQN (/etc/nvme/hostnqn), the Blueprint's")
+    hostid: str = Field(description="Its host ID (/etc/nvme/hostid), a UUID")
 
 
 class NvmeofVars(RoleVars):
@@ -40,6 +52,11 @@ class NvmeofVars(RoleVars):
     nvmeof_keep_alive_tmo: int = Field(ge=1, description="Keep-alive timeout in seconds")
     nvmeof_tos: int = Field(ge=0, le=255, description="IP type of service of the connections (qos.traffic_class)")
     nvmeof_subsystems: tuple[SubsystemVars, ...] = Field(description="Every subsystem and the target serving it")
+    nvmeof_hosts: tuple[HostIdentityVars, ...] = Field(
+        description="NVMe host identity of every host that attaches subsystems (storage.nvmeof.host_nqn_prefix)")
+    nvmeof_auth: Literal["dhchap", "none"] = Field(
+        description="dhchap: bidirectional DH-CHAP with the secrets file's nvme_dhchap secrets; none: allowed_hosts "
+                    "only (storage.nvmeof.auth)")
     nvmeof_rails: tuple[InventoryRail, ...] | None = Field(
         default=None, description="Rail NICs of this host; unset: the inventory's per-host `rails` list")
     nvmeof_namespace_device: str | None = Field(
@@ -51,7 +68,9 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
     plan = bp.storage.nvmeof
     if plan is None:
         return {}
-    subsystems = tuple(SubsystemVars(nqn=s.nqn, tier=s.tier, target_host=s.served_by) for s in plan.subsystems)
+    subsystems = tuple(SubsystemVars(nqn=s.nqn, tier=s.tier, target_host=s.served_by,
+                                     allowed_hosts=tuple(bp.nvmeof_allowed_hosts(s))) for s in plan.subsystems)
+    hosts = tuple(HostIdentityVars(name=h.name, nqn=h.nqn, hostid=h.hostid) for h in bp.nvmeof_hosts())
 
     def side(name: Literal["target", "host"]) -> NvmeofVars:
         return NvmeofVars(
@@ -66,6 +85,8 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
             nvmeof_keep_alive_tmo=plan.keep_alive_tmo.value,
             nvmeof_tos=bp.qos.traffic_class.value,
             nvmeof_subsystems=subsystems,
+            nvmeof_hosts=hosts,
+            nvmeof_auth=plan.auth.value,
         )
 
     return {"storage_targets": side("target"), "gpu_clients": side("host")}
