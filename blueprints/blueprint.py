@@ -298,7 +298,8 @@ class NvmeofPlan(_Frozen):
     def host(self, name: str) -> NvmeofHost:
         """Host ``name``'s NVMe identity: the one naming rule of host NQNs (``host_nqn_prefix``)."""
         nqn = f"{self.host_nqn_prefix}{name}"
-        return NvmeofHost(name=name, nqn=nqn, hostid=str(uuid.uuid5(uuid.NAMESPACE_URL, nqn)))
+        # built unvalidated: three strings made here, 12,500 times for a 100,000-GPU design
+        return NvmeofHost.model_construct(name=name, nqn=nqn, hostid=str(uuid.uuid5(uuid.NAMESPACE_URL, nqn)))
 
 
 class CachePlan(_Frozen):
@@ -568,7 +569,9 @@ class Blueprint(_Frozen):
         plan = self.storage.nvmeof
         if plan is None:
             return []
-        names = dict.fromkeys(n for s in plan.subsystems for n in self.nvmeof_allowed_hosts(s))
+        by_role = self.hosts_by_role()
+        roles = dict.fromkeys(s.attached_by for s in plan.subsystems)  # a few roles, however many subsystems
+        names = dict.fromkeys(n for role in roles for n in by_role.get(role, []))
         return [plan.host(n) for n in names]
 
     def nccl_environment(self) -> tuple[EnvVar, ...]:

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from blueprints.blueprint import Blueprint
+from blueprints.hosts import INVENTORY_GROUPS, InventoryGroup
 from blueprints.rolevars import Group, RoleVars
 from blueprints.rolevars.rdma import InventoryRail
 
@@ -23,14 +24,15 @@ class SubsystemVars(BaseModel):
     nqn: str = Field(description="NVMe Qualified Name of the subsystem")
     tier: str = Field(description="Storage tier the subsystem belongs to")
     target_host: str = Field(description="Inventory name of the storage target that serves it")
-    allowed_hosts: tuple[str, ...] = Field(
-        description="Inventory names of the hosts the target lets in (allowed_hosts; no other host)")
+    attached_by: InventoryGroup = Field(
+        description="Inventory group whose nvmeof_hosts attach it: the target lets in their host NQNs, no other")
 
 
 class HostIdentityVars(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(description="Inventory name of a host that attaches subsystems")
+    group: InventoryGroup = Field(description="Its inventory group (a subsystem's attached_by names one)")
     nqn: str = Field(description="Its host NQN (/etc/nvme/hostnqn), the Blueprint's")
     hostid: str = Field(description="Its host ID (/etc/nvme/hostid), a UUID")
 
@@ -68,9 +70,18 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
     plan = bp.storage.nvmeof
     if plan is None:
         return {}
+    # Who attaches a subsystem is named by group, not host by host: every GPU node attaches every subsystem today,
+    # and a list per subsystem would be subsystems x hosts entries (1,000 x 12,500 at 100,000 GPUs).
     subsystems = tuple(SubsystemVars(nqn=s.nqn, tier=s.tier, target_host=s.served_by,
-                                     allowed_hosts=tuple(bp.nvmeof_allowed_hosts(s))) for s in plan.subsystems)
-    hosts = tuple(HostIdentityVars(name=h.name, nqn=h.nqn, hostid=h.hostid) for h in bp.nvmeof_hosts())
+                                     attached_by=INVENTORY_GROUPS[s.attached_by]) for s in plan.subsystems)
+    by_role = {role: set(names) for role, names in bp.hosts_by_role().items()}
+    roles = list(dict.fromkeys(s.attached_by for s in plan.subsystems))
+
+    def group(name: str) -> InventoryGroup:
+        return next(INVENTORY_GROUPS[r] for r in roles if name in by_role.get(r, set()))
+
+    hosts = tuple(HostIdentityVars.model_construct(name=h.name, group=group(h.name), nqn=h.nqn, hostid=h.hostid)
+                  for h in bp.nvmeof_hosts())  # the Blueprint's values, unvalidated a second time: 12,500 at 100k GPUs
 
     def side(name: Literal["target", "host"]) -> NvmeofVars:
         return NvmeofVars(

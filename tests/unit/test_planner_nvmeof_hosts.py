@@ -27,7 +27,7 @@ def test_every_attaching_host_gets_its_own_nqn_and_hostid_from_cluster_and_name(
     assert all(uuid.UUID(h.hostid).version == 5 for h in hosts)
     assert all(len(h.nqn.encode()) <= 223 for h in hosts)  # NVMe base spec: an NQN is at most 223 bytes
     for sub in nvmeof.subsystems:
-        assert bp.nvmeof_allowed_hosts(sub) == gpu_nodes
+        assert bp.nvmeof_allowed_hosts(sub) == gpu_nodes and sub.attached_by == "gpu_client"
     assert not set(bp.hosts_by_role()["storage_target"]) & {h.name for h in hosts}
     assert nvmeof.auth.value == "dhchap" and nvmeof.auth.derived_from.spec == ("target.provider",)
 

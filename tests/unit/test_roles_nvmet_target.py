@@ -269,3 +269,13 @@ def test_absent_unlinks_the_allowed_hosts_and_removes_their_entries(tmp_path: Pa
     have = nvmet.read_state(root, list(target.subsystems), list(target.ports), list(target.hosts))
     apply_like_configfs(root, nvmet.decide_absent(target, have))
     assert list((root / "subsystems").iterdir()) == [] and list((root / "hosts").iterdir()) == []
+
+
+def test_attached_by_lets_in_every_host_of_that_group_and_no_other() -> None:
+    hosts = [dict(CLIENTS[0], group="gpu_clients"), dict(CLIENTS[1], group="gpu_clients"),
+             {"name": "storage-1", "group": "storage_targets", "nqn": "nqn.2026-11.io.clustersmith:lab:host:storage-1"}]
+    target = nvmet.parse_wanted([{"nqn": NQN, "attached_by": "gpu_clients"}], RAILS, "rdma", 4420, "/dev/vdb", hosts)
+    assert target.subsystems[NQN].allowed_hosts == tuple(c["nqn"] for c in CLIENTS)
+    assert sorted(target.hosts) == [c["nqn"] for c in CLIENTS]
+    nobody = nvmet.parse_wanted([{"nqn": NQN, "attached_by": "monitoring"}], RAILS, "rdma", 4420, "/dev/vdb", hosts)
+    assert nobody.subsystems[NQN].allowed_hosts == () and nobody.hosts == {}

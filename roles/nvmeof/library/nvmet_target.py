@@ -34,7 +34,9 @@ description:
   - With state absent, unlinks and removes the named subsystems and ports.
 options:
   subsystems:
-    description: Subsystems, each with nqn and optionally namespaces (nsid, device).
+    description: >-
+      Subsystems, each with nqn, attached_by (the inventory group whose hosts it lets in) or allowed_hosts (host
+      names), and optionally namespaces (nsid, device).
     type: list
     elements: dict
     required: true
@@ -56,7 +58,9 @@ options:
     description: Block device of namespace 1 of subsystems that list no namespaces.
     type: str
   hosts:
-    description: Host names and NQNs (name, nqn) of the hosts subsystems allow (allowed_hosts holds names).
+    description: >-
+      Hosts (name, group, nqn) a subsystem may allow: those of its attached_by group, or the names its
+      allowed_hosts lists.
     type: list
     elements: dict
     default: []
@@ -145,15 +149,23 @@ class Step:
         return f"{self.op} {self.path}"
 
 
+def allowed_names(subsystem: dict[str, Any], hosts: list[dict[str, Any]]) -> list[str]:
+    """Host names a subsystem lets in: its ``allowed_hosts``, or every host of its ``attached_by`` group."""
+    if subsystem.get("allowed_hosts") is not None:
+        return [str(n) for n in subsystem["allowed_hosts"]]
+    group = subsystem.get("attached_by")
+    return [str(h["name"]) for h in hosts if group is not None and h.get("group") == group]
+
+
 def parse_hosts(subsystems: list[dict[str, Any]], hosts: list[dict[str, Any]], auth: str,
                 dhchap_secrets: dict[str, str], dhchap_ctrl_secret: str | None) -> dict[str, Host]:
-    """The host entries the subsystems' ``allowed_hosts`` (host names) need, by NQN, with their secrets."""
+    """The host entries the subsystems' allowed hosts need, by NQN, with their secrets."""
     if auth not in ("dhchap", "none"):
         raise TargetError(f"auth {auth!r}; expected dhchap or none")
     by_name = {str(h["name"]): str(h["nqn"]) for h in hosts}
     wanted: dict[str, Host] = {}
     for item in subsystems:
-        for name in item.get("allowed_hosts") or []:
+        for name in allowed_names(item, hosts):
             nqn = by_name.get(str(name))
             if nqn is None or not nqn.startswith("nqn."):
                 raise TargetError(f"subsystem {item['nqn']}: allowed host {name} has no host NQN in hosts "
@@ -191,7 +203,7 @@ def parse_wanted(subsystems: list[dict[str, Any]], rails: list[dict[str, Any]], 
                 raise TargetError(f"subsystem {nqn}: namespace {ns.get('nsid')} device {device!r} "
                                   f"is not a /dev path; expected the block device that backs it")
             namespaces.append(Namespace(nsid=int(ns["nsid"]), device=device))
-        allowed = tuple(sorted(by_name[str(n)] for n in item.get("allowed_hosts") or []))
+        allowed = tuple(sorted(by_name[n] for n in allowed_names(item, hosts or [])))
         subs[nqn] = Subsystem(nqn=nqn, namespaces=tuple(namespaces), allowed_hosts=allowed)
     if transport not in ("rdma", "tcp"):
         raise TargetError(f"transport {transport!r}; expected rdma or tcp")
