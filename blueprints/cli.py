@@ -24,6 +24,7 @@ from blueprints.explain import explain, render_explanation
 from blueprints.loader import load_requirements, requirement_lines
 from blueprints.planner import plan
 from blueprints.render import build as render_build
+from blueprints.secrets import ensure as ensure_secrets
 from blueprints.spec import Requirements
 from blueprints.summary import print_summary
 
@@ -71,14 +72,19 @@ def plan_cmd(spec: Path) -> None:
 @_SPEC
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path, file_okay=False), default=Path("out"),
               show_default=True, help="Folder the build folder <name>/ is written into")
-def build(spec: Path, output: Path) -> None:
+@click.option("--secrets", "secrets_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="The cluster's secrets file (0600 YAML; default: $CLUSTERSMITH_SECRETS_DIR/<name>.yml, else "
+                   "$XDG_CONFIG_HOME/clustersmith/secrets/<name>.yml); created or completed when clustersmith wrote it")
+def build(spec: Path, output: Path, secrets_file: Path | None) -> None:
     """Write out/<name>/: blueprint.yaml and everything rendered from it.
 
     Only into a folder build wrote (its .clustersmith-build marker names the Blueprint) or an empty or absent
     one; a rebuild swaps the generated tree at once and keeps what users and later steps wrote there.
     """
     bp = plan_file(spec)
-    folder, files = render_build(bp, output, notice=lambda line: out.print(f"[yellow]{line}[/]", highlight=False))
+    secrets_path = ensure_secrets(bp, output / bp.name, secrets_file)
+    folder, files = render_build(bp, output, notice=lambda line: out.print(f"[yellow]{line}[/]", highlight=False),
+                                 secrets_file=secrets_path)
     out.print(f"[green]built[/] {folder} ({len(files)} files)")
     for f in files:
         out.print(f"  {f}")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,15 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 # The virtualenv running the tests, wherever it is: clustersmith, ansible-playbook, ansible-lint, molecule.
 BIN = Path(sys.executable).parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every build a test runs (in process or in a subprocess) keeps its cluster secrets file in a folder of this
+    session's, never in the home directory (blueprints.secrets)."""
+    if "CLUSTERSMITH_SECRETS_DIR" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="clustersmith-test-secrets-")
+        os.environ["CLUSTERSMITH_SECRETS_DIR"] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -301,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     workers = max(1, min(args.workers, 2, os.cpu_count() or 1))
     keep = args.keep or Path(tempfile.mkdtemp(prefix="clustersmith-fuzz-"))
     keep.mkdir(parents=True, exist_ok=True)
+    # every build writes its cluster's secrets file (blueprints.secrets): into a folder of this run's, not $HOME
+    os.environ.setdefault("CLUSTERSMITH_SECRETS_DIR", tempfile.mkdtemp(prefix="clustersmith-fuzz-secrets-"))
 
     codes: collections.Counter[str] = collections.Counter()
     failures: collections.Counter[str] = collections.Counter()

@@ -23,6 +23,7 @@ from blueprints.blueprint import (
     ProtectionOption,
     StoragePlan,
     TierPlan,
+    Traced,
     traced,
 )
 from blueprints.catalog import ManagedFileSystem, StorageServer
@@ -180,6 +181,24 @@ def _check_client_ingest(ctx: PlanContext, compute: ComputePlan) -> list[Problem
     return problems
 
 
+# Host NQNs are named by clustersmith, under the naming authority of its subsystem NQNs: readable in the target's
+# configfs and kernel log (which host was refused), deterministic from cluster and host name (a rebuild or a
+# reinstalled host keeps its NQN, so every subsystem's allowed hosts are known when planning), and the prefix says
+# which nvmet host entries are the cluster's. Host n of cluster c: nqn.2026-11.io.clustersmith:c:host:<name>.
+HOST_NQN_AUTHORITY = "nqn.2026-11.io.clustersmith"
+# Debian bookworm's kernel (6.1, the lab's linux-image-6.1.0-57-amd64, /boot/config-6.1.0-57-amd64) is built with
+# "# CONFIG_NVME_AUTH is not set" and "# CONFIG_NVME_TARGET_AUTH is not set": its nvmet has no dhchap_key.
+LAB_KERNEL_AUTH = "Debian bookworm's 6.1 kernel (the lab's) is built without CONFIG_NVME_AUTH/CONFIG_NVME_TARGET_AUTH"
+
+
+def _nvmeof_auth(ctx: PlanContext) -> Traced[Literal["dhchap", "none"]]:
+    if ctx.is_lab:
+        return traced("none", ["target.provider"], "nvmeof.auth_where_the_kernel_can",
+                      f"lab: {LAB_KERNEL_AUTH}; allowed_hosts only")
+    return traced("dhchap", ["target.provider"], "nvmeof.auth_where_the_kernel_can",
+                  "bidirectional DH-HMAC-CHAP, hmac(sha256), secrets from the cluster's secrets file")
+
+
 def _nvmeof(ctx: PlanContext, compute: ComputePlan, hot: TierPlan) -> NvmeofPlan | None:
     if ctx.is_cloud:
         return None
@@ -193,6 +212,8 @@ def _nvmeof(ctx: PlanContext, compute: ComputePlan, hot: TierPlan) -> NvmeofPlan
     return NvmeofPlan(
         transport="rdma",
         port=4420,
+        host_nqn_prefix=f"{HOST_NQN_AUTHORITY}:{name}:host:",
+        auth=_nvmeof_auth(ctx),
         paths_per_subsystem=traced(paths, path_spec, "nvmeof.one_path_per_storage_nic",
                                    f"{paths} storage NICs per node -> {paths} paths"),
         iopolicy=traced(policy, ["business.type"], "nvmeof.iopolicy_by_workload",

@@ -48,6 +48,7 @@ import yaml
 
 from blueprints.blueprint import Blueprint, dump_blueprint
 from blueprints.errors import ClusterSmithError, Problem
+from blueprints.render.ansible import render_secrets_ref
 
 Renderer = Callable[[Blueprint, Path], list[Path]]
 Notice = Callable[[str], None]
@@ -86,13 +87,14 @@ def generated_tree(folder: Path) -> Path:
     return (folder / GENERATED / "current").resolve()
 
 
-def build(bp: Blueprint, out_root: Path, notice: Notice | None = None) -> tuple[Path, list[Path]]:
+def build(bp: Blueprint, out_root: Path, notice: Notice | None = None,
+          secrets_file: Path | None = None) -> tuple[Path, list[Path]]:
     """Render every artefact into ``out_root/<name>`` (layout: module doc). Returns the folder and the files, as
     paths through the folder's links; ``notice`` hears of each generated path kept because something else is
-    there."""
+    there. ``secrets_file``: the cluster's secrets file (blueprints.secrets), whose path alone the build names."""
     final = out_root / bp.name
     try:
-        return _build(bp, final, notice or (lambda _: None))
+        return _build(bp, final, notice or (lambda _: None), secrets_file)
     except OSError as exc:
         where = exc.filename or final
         raise ClusterSmithError([Problem(_OPTION, f"cannot write the build folder {final}: "
@@ -101,7 +103,7 @@ def build(bp: Blueprint, out_root: Path, notice: Notice | None = None) -> tuple[
                                 title="cannot build") from exc
 
 
-def _build(bp: Blueprint, final: Path, notice: Notice) -> tuple[Path, list[Path]]:
+def _build(bp: Blueprint, final: Path, notice: Notice, secrets_file: Path | None) -> tuple[Path, list[Path]]:
     fresh = _claim(final, bp.name)  # None: claimed by an earlier build; else how this one found it
     swapped = False
     try:
@@ -115,6 +117,8 @@ def _build(bp: Blueprint, final: Path, notice: Notice) -> tuple[Path, list[Path]
                 written: list[Path] = []
                 for renderer in renderers():
                     written += renderer(bp, staging)
+                if secrets_file is not None:
+                    written += render_secrets_ref(bp, staging, secrets_file)
                 _pause("staged")
                 kept = _link(final, staging)
                 _pause("linked")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +13,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CANONICAL = REPO / "examples" / "cv-training-500tb.yaml"
 
+ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "CLUSTERSMITH_SECRETS_DIR": os.environ["CLUSTERSMITH_SECRETS_DIR"]}
+
 
 def run(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "blueprints", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          text=True, timeout=120, env=ENV)
 
 
 def test_validate_ok() -> None:

@@ -24,7 +24,8 @@ from blueprints.render import GENERATED, MARKER, PAUSE_ENV, generated_tree
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "examples" / "lab.yaml"
 CANONICAL = REPO / "examples" / "cv-training-500tb.yaml"
-ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
+ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin",
+       "CLUSTERSMITH_SECRETS_DIR": os.environ["CLUSTERSMITH_SECRETS_DIR"]}  # tests/conftest.py: a session folder
 
 
 def cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -160,7 +160,8 @@ LAYERS = (
      "blueprints.textsafe",  # escaping user text for the generated files' formats
      "blueprints.commands"),  # the command registry: it finds stacks' and validators' commands by entry point
     ("blueprints.spec", "blueprints.blueprint"),
-    ("blueprints.loader", "blueprints.planner", "blueprints.rolevars", "blueprints.explain", "blueprints.summary"),
+    ("blueprints.loader", "blueprints.planner", "blueprints.rolevars", "blueprints.explain", "blueprints.summary",
+     "blueprints.secrets"),  # the cluster secrets store: reads the Blueprint for the names that need a secret
     ("blueprints.render",),
     ("stacks", "validators"),
     ("blueprints.cli", "blueprints.__main__", "stacks.__main__", "validators.__main__"),

@@ -102,3 +102,43 @@ def test_absent_disconnects_only_the_planned_paths() -> None:
     other = controller("nvme2", "10.99.0.1", nqn="nqn.2014-08.org.example:other")
     have = [controller("nvme0", "10.77.0.1"), controller("nvme1", "10.77.1.1"), other]
     assert [a.controller for a in paths.decide_absent(wanted(), have, "rdma")] == ["nvme0", "nvme1"]
+
+
+HOSTNQN = "nqn.2026-11.io.clustersmith:lab:host:client-1"
+SECRET, CTRL_SECRET = "DHHC-1:00:" + "A" * 48 + ":", "DHHC-1:00:" + "C" * 48 + ":"
+ME = paths.Identity(hostnqn=HOSTNQN, hostid="d542d99d-9135-5c7b-a358-1d802e21f987")
+ME_AUTH = paths.Identity(hostnqn=HOSTNQN, hostid=ME.hostid, dhchap_secret=SECRET,
+                         dhchap_ctrl_secrets=(("storage-1", CTRL_SECRET),))
+
+
+def test_discover_and_connect_name_the_blueprints_host_nqn_and_id() -> None:
+    path = wanted()[0]
+    for argv in (paths.connect_argv(path, "rdma", 4420, TIMERS, ME), paths.discover_argv(path, "rdma", 4420, ME)):
+        assert f"--hostnqn={HOSTNQN}" in argv and f"--hostid={ME.hostid}" in argv
+    assert not any(a.startswith("--dhchap") for a in paths.connect_argv(path, "rdma", 4420, TIMERS, ME))
+
+
+def test_dhchap_connects_with_the_hosts_secret_and_the_serving_targets_and_messages_mask_them() -> None:
+    argv = paths.connect_argv(wanted()[0], "rdma", 4420, TIMERS, ME_AUTH)
+    assert f"--dhchap-secret={SECRET}" in argv and f"--dhchap-ctrl-secret={CTRL_SECRET}" in argv
+    text = paths.shown(argv)
+    assert "--dhchap-secret=(secret)" in text and SECRET not in text and CTRL_SECRET not in text
+
+
+def test_a_path_made_as_another_host_or_with_another_secret_is_reconnected() -> None:
+    foreign = [controller("nvme0", "10.77.0.1", hostnqn="nqn.2014-08.org.nvmexpress:uuid:1234"),
+               controller("nvme1", "10.77.1.1", hostnqn=HOSTNQN)]
+    actions = paths.decide(wanted(), foreign, TIMERS, "rdma", {NQN: "round-robin"}, "round-robin", ME)
+    assert [(a.kind, a.controller) for a in actions] == [("reconnect", "nvme0")]
+    assert "connected as nqn.2014-08.org.nvmexpress:uuid:1234" in actions[0].detail
+    rotated = [controller("nvme0", "10.77.0.1", hostnqn=HOSTNQN, dhchap_secret="DHHC-1:00:old:",
+                          dhchap_ctrl_secret=CTRL_SECRET),
+               controller("nvme1", "10.77.1.1", hostnqn=HOSTNQN, dhchap_secret=SECRET, dhchap_ctrl_secret=CTRL_SECRET)]
+    actions = paths.decide(wanted(), rotated, TIMERS, "rdma", {NQN: "round-robin"}, "round-robin", ME_AUTH)
+    assert [(a.kind, a.controller) for a in actions] == [("reconnect", "nvme0")]
+    assert "old" not in actions[0].describe() and SECRET not in actions[0].describe()
+
+
+def test_a_kernel_that_shows_no_secret_is_not_reconnected_forever() -> None:
+    live = [controller("nvme0", "10.77.0.1", hostnqn=HOSTNQN), controller("nvme1", "10.77.1.1", hostnqn=HOSTNQN)]
+    assert paths.decide(wanted(), live, TIMERS, "rdma", {NQN: "round-robin"}, "round-robin", ME_AUTH) == []

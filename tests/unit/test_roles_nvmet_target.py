@@ -1,7 +1,9 @@
 """nvmet_target: the steps from a configfs tree to the wanted target, and that applying them converges.
 
-The tree is a folder laid out like ``/sys/kernel/config/nvmet`` (subsystems/, ports/, attribute files,
-port -> subsystem links); the real configfs is exercised by the nvmeof molecule scenario on the lab.
+The tree is a folder laid out like ``/sys/kernel/config/nvmet`` (subsystems/, ports/, hosts/, attribute files,
+port -> subsystem and allowed_hosts -> host links); the real configfs is exercised by the nvmeof molecule scenario on
+the lab, whose kernel has no DH-CHAP (so the dhchap steps are proven here only, on a tree with the attribute files a
+CONFIG_NVME_TARGET_AUTH kernel gives each host entry).
 """
 
 from __future__ import annotations
@@ -22,15 +24,18 @@ def configfs(tmp_path: Path) -> Path:
     root = tmp_path / "nvmet"
     (root / "subsystems").mkdir(parents=True)
     (root / "ports").mkdir()
+    (root / "hosts").mkdir()
     return root
 
 
-DEFAULT_GROUPS = {"subsystems": ("namespaces", "allowed_hosts"), "ports": ("subsystems", "referrals")}
+DEFAULT_GROUPS = {"subsystems": ("namespaces", "allowed_hosts"), "ports": ("subsystems", "referrals"), "hosts": ()}
+AUTH_ATTRS = ("dhchap_key", "dhchap_ctrl_key", "dhchap_hash")  # a host entry's files on a kernel with target auth
 
 
-def apply_like_configfs(root: Path, steps: list[object]) -> None:
+def apply_like_configfs(root: Path, steps: list[object], auth_kernel: bool = False) -> None:
     """Apply step by step, doing what configfs does on its own: a new subsystem or port comes with its
-    default child groups, and removing a group removes them and its attribute files."""
+    default child groups, a new host entry with its auth attributes (``auth_kernel``), and removing a group
+    removes them and its attribute files."""
     for step in steps:
         path = root / step.path
         parts = Path(step.path).parts
@@ -43,6 +48,9 @@ def apply_like_configfs(root: Path, steps: list[object]) -> None:
         if step.op == "mkdir" and len(parts) == 2:
             for child in DEFAULT_GROUPS[parts[0]]:
                 (path / child).mkdir()
+            if parts[0] == "hosts" and auth_kernel:
+                for attribute in AUTH_ATTRS:
+                    (path / attribute).write_text("hmac(sha256)\n" if attribute == "dhchap_hash" else "\n")
 
 
 def wanted(device: str = "/dev/vdb", rails: list[dict[str, object]] = RAILS, transport: str = "rdma") -> object:
@@ -138,3 +146,136 @@ def test_check_mode_reports_without_touching_the_tree(tmp_path: Path) -> None:
     result = nvmet.converge(params, check_mode=True, root=root)
     assert result["changed"] and f"port 1 rdma 10.77.0.1:4420 -> {NQN}" in result["diff"]["after"]
     assert list((root / "subsystems").iterdir()) == []
+
+
+CLIENTS = [{"name": "client-1", "nqn": "nqn.2026-11.io.clustersmith:lab:host:client-1"},
+           {"name": "client-2", "nqn": "nqn.2026-11.io.clustersmith:lab:host:client-2"}]
+KEYS = {"client-1": "DHHC-1:00:" + "A" * 48 + ":", "client-2": "DHHC-1:00:" + "B" * 48 + ":"}
+CTRL = "DHHC-1:00:" + "C" * 48 + ":"
+
+
+def allowing(names: list[str], auth: str = "none") -> object:
+    return nvmet.parse_wanted([{"nqn": NQN, "allowed_hosts": names}], RAILS, "rdma", 4420, "/dev/vdb", CLIENTS,
+                              auth, KEYS if auth == "dhchap" else {}, CTRL if auth == "dhchap" else None)
+
+
+def converge_auth(root: Path, target: object, auth_kernel: bool = True) -> list[object]:
+    have = nvmet.read_state(root, list(target.subsystems), list(target.ports), list(target.hosts))
+    steps = nvmet.decide(target, have)
+    apply_like_configfs(root, steps, auth_kernel)
+    return steps
+
+
+def test_a_subsystem_allows_exactly_its_hosts_and_stops_allowing_any_before_the_first_link(tmp_path: Path) -> None:
+    root = configfs(tmp_path)
+    steps = [s.describe() for s in converge_auth(root, allowing(["client-1", "client-2"]), auth_kernel=False)]
+    first_link = next(i for i, s in enumerate(steps) if "/allowed_hosts/" in s)
+    assert steps.index(f"subsystems/{NQN}/attr_allow_any_host = 0") < first_link
+    assert steps.index(f"mkdir hosts/{CLIENTS[0]['nqn']}") < first_link
+    assert (root / "subsystems" / NQN / "attr_allow_any_host").read_text() == "0"
+    linked = sorted(p.name for p in (root / "subsystems" / NQN / "allowed_hosts").iterdir())
+    assert linked == [c["nqn"] for c in CLIENTS]
+    assert (root / "subsystems" / NQN / "allowed_hosts" / CLIENTS[0]["nqn"]).resolve() == \
+        (root / "hosts" / CLIENTS[0]["nqn"]).resolve()
+    assert not any("dhchap" in s for s in steps), "auth none leaves the auth attributes alone"
+    assert converge_auth(root, allowing(["client-1", "client-2"]), auth_kernel=False) == []
+
+
+def test_an_administrators_allow_any_host_is_set_back_to_0(tmp_path: Path) -> None:
+    root = configfs(tmp_path)
+    converge_auth(root, allowing(["client-1"]))
+    (root / "subsystems" / NQN / "attr_allow_any_host").write_text("1")
+    steps = [s.describe() for s in converge_auth(root, allowing(["client-1"]))]
+    assert steps == [f"subsystems/{NQN}/attr_allow_any_host = 0"]
+
+
+def test_a_host_no_longer_allowed_is_unlinked_and_its_entry_removed(tmp_path: Path) -> None:
+    root = configfs(tmp_path)
+    converge_auth(root, allowing(["client-1", "client-2"]))
+    gone = CLIENTS[1]["nqn"]
+    steps = [s.describe() for s in converge_auth(root, allowing(["client-1"]))]
+    assert steps == [f"unlink subsystems/{NQN}/allowed_hosts/{gone} -> hosts/{gone}", f"rmdir hosts/{gone}"]
+    assert not (root / "hosts" / gone).exists()
+    assert (root / "hosts" / CLIENTS[0]["nqn"]).is_dir()
+
+
+def test_a_host_entry_another_subsystem_links_stays(tmp_path: Path) -> None:
+    root = configfs(tmp_path)
+    converge_auth(root, allowing(["client-1", "client-2"]))
+    other, gone = "nqn.2014-08.org.example:other", CLIENTS[1]["nqn"]
+    apply_like_configfs(root, [nvmet.Step("mkdir", f"subsystems/{other}"),
+                               nvmet.Step("link", f"subsystems/{other}/allowed_hosts/{gone}", f"hosts/{gone}")])
+    steps = [s.describe() for s in converge_auth(root, allowing(["client-1"]))]
+    assert steps == [f"unlink subsystems/{NQN}/allowed_hosts/{gone} -> hosts/{gone}"]
+    assert (root / "hosts" / gone).is_dir()
+
+
+def test_dhchap_sets_each_hosts_secret_the_controller_secret_and_the_hash_and_never_describes_them(
+        tmp_path: Path) -> None:
+    root = configfs(tmp_path)
+    target = allowing(["client-1", "client-2"], auth="dhchap")
+    steps = converge_auth(root, target)
+    host = root / "hosts" / CLIENTS[0]["nqn"]
+    assert (host / "dhchap_key").read_text() == KEYS["client-1"]
+    assert (host / "dhchap_ctrl_key").read_text() == CTRL
+    assert (host / "dhchap_hash").read_text().strip() == "hmac(sha256)"
+    assert (root / "hosts" / CLIENTS[1]["nqn"] / "dhchap_key").read_text() == KEYS["client-2"]
+    described = " ".join(s.describe() for s in steps)
+    assert f"hosts/{CLIENTS[0]['nqn']}/dhchap_key = (secret)" in described
+    assert not any(k in described for k in [*KEYS.values(), CTRL])
+    have = nvmet.read_state(root, list(target.subsystems), list(target.ports), list(target.hosts))
+    assert nvmet.decide(target, have) == []
+    diff = nvmet.render(have) + nvmet.render(target)
+    assert "dhchap_key=set" in diff and not any(k in diff for k in [*KEYS.values(), CTRL])
+
+
+def test_a_rotated_host_secret_is_rewritten_alone(tmp_path: Path) -> None:
+    root = configfs(tmp_path)
+    converge_auth(root, allowing(["client-1", "client-2"], auth="dhchap"))
+    KEYS_BEFORE = dict(KEYS)
+    try:
+        KEYS["client-2"] = "DHHC-1:00:" + "D" * 48 + ":"
+        steps = [s.describe() for s in converge_auth(root, allowing(["client-1", "client-2"], auth="dhchap"))]
+    finally:
+        KEYS.update(KEYS_BEFORE)
+    assert steps == [f"hosts/{CLIENTS[1]['nqn']}/dhchap_key = (secret)"]
+
+
+def test_dhchap_on_a_kernel_without_target_auth_says_so(tmp_path: Path) -> None:
+    root = configfs(tmp_path)
+    params = {"subsystems": [{"nqn": NQN, "allowed_hosts": ["client-1"]}], "rails": RAILS, "transport": "rdma",
+              "trsvcid": 4420, "namespace_device": "/dev/null", "hosts": CLIENTS, "auth": "dhchap",
+              "dhchap_secrets": KEYS, "dhchap_ctrl_secret": CTRL}
+    with pytest.raises(nvmet.TargetError, match="built without CONFIG_NVME_TARGET_AUTH"):
+        nvmet.converge(params, check_mode=False, root=root)
+
+
+@pytest.mark.parametrize(("hosts", "secrets", "ctrl", "message"), [
+    ([], KEYS, CTRL, "allowed host client-1 has no host NQN in hosts"),
+    (CLIENTS, {}, CTRL, "no DH-CHAP secret for host client-1"),
+    (CLIENTS, KEYS, None, "no DH-CHAP secret for this target's controller"),
+])
+def test_missing_identities_and_secrets_name_what_is_missing(hosts: list[dict[str, str]], secrets: dict[str, str],
+                                                             ctrl: str | None, message: str) -> None:
+    with pytest.raises(nvmet.TargetError, match=message):
+        nvmet.parse_wanted([{"nqn": NQN, "allowed_hosts": ["client-1"]}], RAILS, "rdma", 4420, "/dev/vdb", hosts,
+                           "dhchap", secrets, ctrl)
+
+
+def test_absent_unlinks_the_allowed_hosts_and_removes_their_entries(tmp_path: Path) -> None:
+    root = configfs(tmp_path)
+    target = allowing(["client-1", "client-2"])
+    converge_auth(root, target)
+    have = nvmet.read_state(root, list(target.subsystems), list(target.ports), list(target.hosts))
+    apply_like_configfs(root, nvmet.decide_absent(target, have))
+    assert list((root / "subsystems").iterdir()) == [] and list((root / "hosts").iterdir()) == []
+
+
+def test_attached_by_lets_in_every_host_of_that_group_and_no_other() -> None:
+    hosts = [dict(CLIENTS[0], group="gpu_clients"), dict(CLIENTS[1], group="gpu_clients"),
+             {"name": "storage-1", "group": "storage_targets", "nqn": "nqn.2026-11.io.clustersmith:lab:host:storage-1"}]
+    target = nvmet.parse_wanted([{"nqn": NQN, "attached_by": "gpu_clients"}], RAILS, "rdma", 4420, "/dev/vdb", hosts)
+    assert target.subsystems[NQN].allowed_hosts == tuple(c["nqn"] for c in CLIENTS)
+    assert sorted(target.hosts) == [c["nqn"] for c in CLIENTS]
+    nobody = nvmet.parse_wanted([{"nqn": NQN, "attached_by": "monitoring"}], RAILS, "rdma", 4420, "/dev/vdb", hosts)
+    assert nobody.subsystems[NQN].allowed_hosts == () and nobody.hosts == {}

@@ -6,6 +6,12 @@ index. Each missing path is checked with ``nvme discover`` on that rail (the tar
 subsystem there) and connected with ``nvme connect`` and the Blueprint's timers; live paths whose
 timers differ are corrected through sysfs (keep-alive needs a reconnect of that path alone); the
 subsystem's ``iopolicy`` is set. ``read_state`` reads sysfs, ``decide`` (pure) plans, ``apply`` acts.
+
+Every discover and connect names the Blueprint's host NQN and host ID (the target lets in only those), and, with
+DH-CHAP, the host's secret and the serving target's controller secret (bidirectional authentication). A path made
+with another host NQN or secret (an earlier identity, a rotated secret) is reconnected. nvme-cli takes the
+secrets only as arguments, so they are on ``nvme connect``'s command line while it runs; they never appear in the
+module's result or messages.
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ options:
   keep_alive_tmo: {type: int, required: true, description: Keep-alive timeout in seconds}
   tos: {type: int, required: true, description: IP type of service of the connections}
   iopolicy: {type: str, required: true, choices: [numa, round-robin, queue-depth], description: Multipath I/O policy}
+  hostnqn: {type: str, required: true, description: This host's NQN (the Blueprint's)}
+  hostid: {type: str, required: true, description: This host's ID (a UUID)}
+  dhchap_secret: {type: str, description: "This host's DH-CHAP secret (DHHC-1); unset: no authentication"}
+  dhchap_ctrl_secrets: {type: dict, default: {}, description: Target name -> its controller's DH-CHAP secret}
   state: {type: str, default: present, choices: [present, absent], description: absent disconnects the paths}
 author: clustersmith
 """
@@ -55,9 +65,23 @@ class WantedPath:
     traddr: str
     host_traddr: str | None
     host_iface: str
+    target: str = ""  # inventory name of the serving target
 
     def key(self) -> tuple[str, str]:
         return (self.nqn, self.traddr)
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """Who this host is to the targets: the Blueprint's host NQN and ID, and its DH-CHAP secrets."""
+
+    hostnqn: str
+    hostid: str
+    dhchap_secret: str = ""  # "": no authentication
+    dhchap_ctrl_secrets: tuple[tuple[str, str], ...] = ()  # (target name, its controller's secret)
+
+    def ctrl_secret(self, target: str) -> str:
+        return dict(self.dhchap_ctrl_secrets).get(target, "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +96,9 @@ class Controller:
     reconnect_delay: int | None
     fast_io_fail_tmo: int | None
     kato: int | None
+    hostnqn: str = ""  # "": unknown
+    dhchap_secret: str | None = None  # None: the kernel shows none (no CONFIG_NVME_AUTH)
+    dhchap_ctrl_secret: str | None = None
 
     def key(self) -> tuple[str, str]:
         return (self.nqn, self.traddr)
@@ -126,14 +153,29 @@ def plan_paths(host_rails: list[dict[str, Any]], targets: dict[str, list[dict[st
                 nqn=nqn, rail=index,
                 traddr=_ipv4(theirs[index]["address"], f"{target} rail {index}"),
                 host_traddr=_ipv4(rail["address"], f"{host_name} rail {index}") if rail.get("address") else None,
-                host_iface=str(rail["netdev"]),
+                host_iface=str(rail["netdev"]), target=target,
             ))
     return wanted
 
 
+def _stale_identity(ctrl: Controller, path: WantedPath, identity: Identity | None) -> str:
+    """Why a live path does not carry this host's identity ("" when it does)."""
+    if identity is None:
+        return ""
+    if ctrl.hostnqn and ctrl.hostnqn != identity.hostnqn:
+        return f"{ctrl.name} connected as {ctrl.hostnqn}, wanted {identity.hostnqn}"
+    if identity.dhchap_secret and ctrl.dhchap_secret is not None and ctrl.dhchap_secret != identity.dhchap_secret:
+        return f"{ctrl.name} authenticates with another DH-CHAP secret"
+    wanted_ctrl = identity.ctrl_secret(path.target)
+    if wanted_ctrl and ctrl.dhchap_ctrl_secret is not None and ctrl.dhchap_ctrl_secret != wanted_ctrl:
+        return f"{ctrl.name} checks the target with another DH-CHAP controller secret"
+    return ""
+
+
 def decide(wanted: list[WantedPath], controllers: list[Controller], timers: Timers, transport: str,
-           iopolicies: dict[str, str], iopolicy: str) -> list[Action]:
-    """Connect what is missing, fix timers that differ, set the I/O policy. Pure."""
+           iopolicies: dict[str, str], iopolicy: str, identity: Identity | None = None) -> list[Action]:
+    """Connect what is missing, reconnect paths of another host identity, fix timers that differ, set the I/O
+    policy. Pure."""
     actions: list[Action] = []
     have = {c.key(): c for c in controllers if c.transport == transport}
     for path in wanted:
@@ -141,6 +183,10 @@ def decide(wanted: list[WantedPath], controllers: list[Controller], timers: Time
         label = f"{path.nqn} via {path.traddr}"
         if ctrl is None:
             actions.append(Action("connect", label, f"rail {path.rail} from {path.host_iface}", path=path))
+            continue
+        stale = _stale_identity(ctrl, path, identity)
+        if stale:
+            actions.append(Action("reconnect", label, stale, path=path, controller=ctrl.name))
             continue
         if ctrl.kato is not None and ctrl.kato != timers.keep_alive_tmo:
             actions.append(Action("reconnect", label, f"{ctrl.name} keep-alive {ctrl.kato} s, wanted "
@@ -164,26 +210,41 @@ def decide_absent(wanted: list[WantedPath], controllers: list[Controller], trans
             for c in controllers if c.transport == transport and c.key() in keys]
 
 
-def connect_argv(path: WantedPath, transport: str, trsvcid: int, timers: Timers) -> list[str]:
-    """``nvme connect`` with the timers nvme-cli takes; fast_io_fail_tmo (not an option of nvme-cli 2.3) is
-    written to sysfs right after, like a drifted timer."""
+def _identity_argv(identity: Identity | None) -> list[str]:
+    return [f"--hostnqn={identity.hostnqn}", f"--hostid={identity.hostid}"] if identity else []
+
+
+def connect_argv(path: WantedPath, transport: str, trsvcid: int, timers: Timers,
+                 identity: Identity | None = None) -> list[str]:
+    """``nvme connect`` with the timers nvme-cli takes, this host's identity and secrets; fast_io_fail_tmo (not an
+    option of nvme-cli 2.3) is written to sysfs right after, like a drifted timer."""
     argv = ["nvme", "connect", f"--transport={transport}", f"--traddr={path.traddr}", f"--trsvcid={trsvcid}",
             f"--nqn={path.nqn}", f"--ctrl-loss-tmo={timers.ctrl_loss_tmo}",
             f"--reconnect-delay={timers.reconnect_delay}", f"--keep-alive-tmo={timers.keep_alive_tmo}",
-            f"--tos={timers.tos}"]
+            f"--tos={timers.tos}", *_identity_argv(identity)]
     if path.host_traddr:
         argv.append(f"--host-traddr={path.host_traddr}")
     if transport == "tcp":
         argv.append(f"--host-iface={path.host_iface}")
+    if identity is not None and identity.dhchap_secret:
+        argv.append(f"--dhchap-secret={identity.dhchap_secret}")
+        if identity.ctrl_secret(path.target):
+            argv.append(f"--dhchap-ctrl-secret={identity.ctrl_secret(path.target)}")
     return argv
 
 
-def discover_argv(path: WantedPath, transport: str, trsvcid: int) -> list[str]:
+def discover_argv(path: WantedPath, transport: str, trsvcid: int, identity: Identity | None = None) -> list[str]:
+    """``nvme discover`` as this host: the target's discovery log lists only the subsystems that allow it."""
     argv = ["nvme", "discover", f"--transport={transport}", f"--traddr={path.traddr}", f"--trsvcid={trsvcid}",
-            "--output-format=json"]
+            "--output-format=json", *_identity_argv(identity)]
     if path.host_traddr:
         argv.append(f"--host-traddr={path.host_traddr}")
     return argv
+
+
+def shown(argv: list[str]) -> str:
+    """A command line as messages may show it: secrets masked."""
+    return " ".join(a.split("=", 1)[0] + "=(secret)" if a.startswith("--dhchap-") else a for a in argv)
 
 
 def offered(discovery_json: str) -> set[str]:
@@ -200,7 +261,7 @@ class System:
     def run(self, argv: list[str]) -> str:
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise PathsError(f"`{' '.join(argv)}` failed ({done.returncode}): "
+            raise PathsError(f"`{shown(argv)}` failed ({done.returncode}): "
                              f"{(done.stderr or done.stdout).strip()}")
         return done.stdout
 
@@ -227,6 +288,10 @@ class System:
                 reconnect_delay=parse_timer(self._read(entry / "reconnect_delay")),
                 fast_io_fail_tmo=parse_timer(self._read(entry / "fast_io_fail_tmo")),
                 kato=parse_timer(self._read(entry / "kato")),
+                hostnqn=self._read(entry / "hostnqn"),
+                dhchap_secret=self._read(entry / "dhchap_secret") if (entry / "dhchap_secret").exists() else None,
+                dhchap_ctrl_secret=(self._read(entry / "dhchap_ctrl_secret")
+                                    if (entry / "dhchap_ctrl_secret").exists() else None),
             ))
         return found
 
@@ -248,17 +313,19 @@ class System:
         return None
 
 
-def apply(system: System, action: Action, transport: str, trsvcid: int, timers: Timers) -> None:
+def apply(system: System, action: Action, transport: str, trsvcid: int, timers: Timers,
+          identity: Identity | None = None) -> None:
     if action.kind in ("disconnect", "reconnect"):
         system.run(["nvme", "disconnect", f"--device={action.controller}"])
     if action.kind in ("connect", "reconnect"):
         assert action.path is not None
-        found = offered(system.run(discover_argv(action.path, transport, trsvcid)))
+        found = offered(system.run(discover_argv(action.path, transport, trsvcid, identity)))
         if action.path.nqn not in found:
             raise PathsError(f"the target at {action.path.traddr}:{trsvcid} ({transport}, rail "
-                             f"{action.path.rail}) does not offer {action.path.nqn}; it offers: "
-                             f"{', '.join(sorted(found)) or 'nothing'}")
-        system.run(connect_argv(action.path, transport, trsvcid, timers))
+                             f"{action.path.rail}) does not offer {action.path.nqn} to this host"
+                             f"{f' ({identity.hostnqn})' if identity else ''}; it offers: "
+                             f"{', '.join(sorted(found)) or 'nothing'} (is the host in the subsystem's allowed_hosts?)")
+        system.run(connect_argv(action.path, transport, trsvcid, timers, identity))
     elif action.kind == "set_timer":
         attr, _, change = action.detail.partition(" ")
         value = change.split("-> ")[-1]
@@ -288,6 +355,14 @@ def converge(params: dict[str, Any], check_mode: bool, system: System, host_name
                     tos=int(params["tos"]))
     wanted = plan_paths(params["host_rails"], params["targets"], params["subsystems"],
                         int(params["paths_per_subsystem"]), host_name)
+    identity = Identity(hostnqn=str(params["hostnqn"]), hostid=str(params["hostid"]),
+                        dhchap_secret=str(params.get("dhchap_secret") or ""),
+                        dhchap_ctrl_secrets=tuple(sorted((str(k), str(v)) for k, v in
+                                                         (params.get("dhchap_ctrl_secrets") or {}).items())))
+    if identity.dhchap_secret and any(not identity.ctrl_secret(p.target) for p in wanted):
+        raise PathsError("DH-CHAP: no controller secret for " + ", ".join(sorted(
+            {p.target for p in wanted if not identity.ctrl_secret(p.target)})) + "; expected one per serving target "
+            "(nvme_dhchap.controllers of the cluster's secrets file)")
     absent = params.get("state") == "absent"
     if not absent and system.multipath() != "Y":
         raise PathsError(f"nvme_core native multipath is {system.multipath() or 'unknown'}, expected Y: "
@@ -301,7 +376,8 @@ def converge(params: dict[str, Any], check_mode: bool, system: System, host_name
     if absent:
         actions = decide_absent(wanted, controllers, transport)
     else:
-        actions = decide(wanted, controllers, timers, transport, system.iopolicies(), str(params["iopolicy"]))
+        actions = decide(wanted, controllers, timers, transport, system.iopolicies(), str(params["iopolicy"]),
+                         identity)
     result: dict[str, Any] = {"changed": bool(actions), "actions": [a.describe() for a in actions],
                               "planned": [dataclasses.asdict(p) for p in wanted],
                               "diff": {"before": before, "after": "".join(a.describe() + "\n" for a in actions)}}
@@ -309,7 +385,7 @@ def converge(params: dict[str, Any], check_mode: bool, system: System, host_name
         return result
     connects = [a for a in actions if a.kind != "set_iopolicy"]
     for action in connects:
-        apply(system, action, transport, trsvcid, timers)
+        apply(system, action, transport, trsvcid, timers, identity)
     if absent:
         return result
     if any(a.kind in ("connect", "reconnect") for a in actions):  # timers nvme connect could not set
@@ -341,6 +417,10 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "keep_alive_tmo": {"type": "int", "required": True},
     "tos": {"type": "int", "required": True},
     "iopolicy": {"type": "str", "required": True, "choices": ["numa", "round-robin", "queue-depth"]},
+    "hostnqn": {"type": "str", "required": True},
+    "hostid": {"type": "str", "required": True},
+    "dhchap_secret": {"type": "str", "no_log": True},
+    "dhchap_ctrl_secrets": {"type": "dict", "default": {}, "no_log": True},
     "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
 }
 

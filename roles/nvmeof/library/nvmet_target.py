@@ -4,7 +4,14 @@
 Ansible module (``nvmet_target``) and, the same file, the boot-time applier run by
 ``clustersmith-nvmet.service``: ``python3 nvmet_target.py --apply /etc/clustersmith/nvmet.json``.
 ``read_state`` reads the configfs tree, ``decide`` (pure) lists the steps from it to the wanted state,
-``apply`` takes them. Only the subsystems and ports named here are touched.
+``apply`` takes them. Only the subsystems and ports named here are touched, and the host entries they link.
+
+Every subsystem allows exactly its ``allowed_hosts`` (``attr_allow_any_host=0``, one link per host NQN under
+``subsystems/<nqn>/allowed_hosts`` to ``hosts/<hostnqn>``); links to hosts no longer allowed are removed, and their
+host entries once no subsystem links them. With ``auth: dhchap`` each host entry gets its DH-CHAP secret
+(``dhchap_key``), this target's controller secret (``dhchap_ctrl_key``, bidirectional authentication) and
+``dhchap_hash`` hmac(sha256). Secrets never appear in the steps or the diff; the boot-time state file holding them
+is 0600 root (the role writes it).
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ description:
   - With state absent, unlinks and removes the named subsystems and ports.
 options:
   subsystems:
-    description: Subsystems, each with nqn and optionally namespaces (nsid, device).
+    description: >-
+      Subsystems, each with nqn, attached_by (the inventory group whose hosts it lets in) or allowed_hosts (host
+      names), and optionally namespaces (nsid, device).
     type: list
     elements: dict
     required: true
@@ -48,6 +57,25 @@ options:
   namespace_device:
     description: Block device of namespace 1 of subsystems that list no namespaces.
     type: str
+  hosts:
+    description: >-
+      Hosts (name, group, nqn) a subsystem may allow: those of its attached_by group, or the names its
+      allowed_hosts lists.
+    type: list
+    elements: dict
+    default: []
+  auth:
+    description: dhchap (set each allowed host's DH-CHAP secrets) or none (allowed_hosts only).
+    type: str
+    default: none
+    choices: [dhchap, none]
+  dhchap_secrets:
+    description: Host name -> its DH-CHAP secret (DHHC-1), for auth dhchap.
+    type: dict
+    default: {}
+  dhchap_ctrl_secret:
+    description: This target's controller DH-CHAP secret (bidirectional authentication), for auth dhchap.
+    type: str
   state:
     description: present or absent.
     type: str
@@ -57,6 +85,8 @@ author: clustersmith
 """
 
 CONFIGFS = "/sys/kernel/config/nvmet"
+DHCHAP_HASH = "hmac(sha256)"
+SECRET_ATTRS = ("dhchap_key", "dhchap_ctrl_key")
 
 
 class TargetError(Exception):
@@ -74,7 +104,16 @@ class Namespace:
 class Subsystem:
     nqn: str
     namespaces: tuple[Namespace, ...]
-    allow_any_host: bool = True
+    allow_any_host: bool = False
+    allowed_hosts: tuple[str, ...] = ()  # host NQNs
+
+
+@dataclasses.dataclass(frozen=True)
+class Host:
+    nqn: str
+    dhchap_key: str = ""  # wanted: "" leaves the auth attributes alone (auth none)
+    dhchap_ctrl_key: str = ""
+    dhchap_hash: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +130,8 @@ class Port:
 class Target:
     subsystems: dict[str, Subsystem]
     ports: dict[int, Port]
+    hosts: dict[str, Host] = dataclasses.field(default_factory=dict)
+    linked_elsewhere: frozenset[str] = frozenset()  # host NQNs that subsystems not named here link
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,19 +139,58 @@ class Step:
     op: str  # mkdir | rmdir | write | link | unlink
     path: str  # relative to the nvmet configfs root
     value: str = ""
+    secret: bool = False  # the value is a secret: never described
 
     def describe(self) -> str:
         if self.op == "write":
-            return f"{self.path} = {self.value}"
+            return f"{self.path} = {'(secret)' if self.secret else self.value}"
         if self.op in ("link", "unlink"):
             return f"{self.op} {self.path} -> {self.value}"
         return f"{self.op} {self.path}"
 
 
+def allowed_names(subsystem: dict[str, Any], hosts: list[dict[str, Any]]) -> list[str]:
+    """Host names a subsystem lets in: its ``allowed_hosts``, or every host of its ``attached_by`` group."""
+    if subsystem.get("allowed_hosts") is not None:
+        return [str(n) for n in subsystem["allowed_hosts"]]
+    group = subsystem.get("attached_by")
+    return [str(h["name"]) for h in hosts if group is not None and h.get("group") == group]
+
+
+def parse_hosts(subsystems: list[dict[str, Any]], hosts: list[dict[str, Any]], auth: str,
+                dhchap_secrets: dict[str, str], dhchap_ctrl_secret: str | None) -> dict[str, Host]:
+    """The host entries the subsystems' allowed hosts need, by NQN, with their secrets."""
+    if auth not in ("dhchap", "none"):
+        raise TargetError(f"auth {auth!r}; expected dhchap or none")
+    by_name = {str(h["name"]): str(h["nqn"]) for h in hosts}
+    wanted: dict[str, Host] = {}
+    for item in subsystems:
+        for name in allowed_names(item, hosts):
+            nqn = by_name.get(str(name))
+            if nqn is None or not nqn.startswith("nqn."):
+                raise TargetError(f"subsystem {item['nqn']}: allowed host {name} has no host NQN in hosts "
+                                  f"(got {nqn!r}); expected the Blueprint's nvmeof_hosts entry of every allowed host")
+            if auth == "none":
+                wanted[nqn] = Host(nqn=nqn)
+                continue
+            key = dhchap_secrets.get(str(name)) or ""
+            if not key.startswith("DHHC-1:") or not str(dhchap_ctrl_secret or "").startswith("DHHC-1:"):
+                missing = f"host {name}" if not key.startswith("DHHC-1:") else "this target's controller"
+                raise TargetError(f"auth dhchap: no DH-CHAP secret for {missing} (a DHHC-1 secret expected, from "
+                                  f"the cluster's secrets file, nvme_dhchap)")
+            wanted[nqn] = Host(nqn=nqn, dhchap_key=key, dhchap_ctrl_key=str(dhchap_ctrl_secret),
+                               dhchap_hash=DHCHAP_HASH)
+    return wanted
+
+
 def parse_wanted(subsystems: list[dict[str, Any]], rails: list[dict[str, Any]], transport: str,
-                 trsvcid: int, namespace_device: str | None = None) -> Target:
-    """Subsystems with their namespaces (by default namespace 1 on ``namespace_device``); one port per rail
-    (port id: rail index + 1), every subsystem on each."""
+                 trsvcid: int, namespace_device: str | None = None, hosts: list[dict[str, Any]] | None = None,
+                 auth: str = "none", dhchap_secrets: dict[str, str] | None = None,
+                 dhchap_ctrl_secret: str | None = None) -> Target:
+    """Subsystems with their namespaces (by default namespace 1 on ``namespace_device``) and allowed hosts; one
+    port per rail (port id: rail index + 1), every subsystem on each."""
+    wanted_hosts = parse_hosts(subsystems, hosts or [], auth, dhchap_secrets or {}, dhchap_ctrl_secret)
+    by_name = {str(h["name"]): str(h["nqn"]) for h in hosts or []}
     subs: dict[str, Subsystem] = {}
     for item in subsystems:
         nqn = str(item["nqn"])
@@ -123,7 +203,8 @@ def parse_wanted(subsystems: list[dict[str, Any]], rails: list[dict[str, Any]], 
                 raise TargetError(f"subsystem {nqn}: namespace {ns.get('nsid')} device {device!r} "
                                   f"is not a /dev path; expected the block device that backs it")
             namespaces.append(Namespace(nsid=int(ns["nsid"]), device=device))
-        subs[nqn] = Subsystem(nqn=nqn, namespaces=tuple(namespaces))
+        allowed = tuple(sorted(by_name[n] for n in allowed_names(item, hosts or [])))
+        subs[nqn] = Subsystem(nqn=nqn, namespaces=tuple(namespaces), allowed_hosts=allowed)
     if transport not in ("rdma", "tcp"):
         raise TargetError(f"transport {transport!r}; expected rdma or tcp")
     ports: dict[int, Port] = {}
@@ -137,7 +218,7 @@ def parse_wanted(subsystems: list[dict[str, Any]], rails: list[dict[str, Any]], 
         port = Port(id=int(rail["index"]) + 1, trtype=transport, traddr=traddr, trsvcid=str(trsvcid),
                     subsystems=tuple(sorted(subs)))
         ports[port.id] = port
-    return Target(subsystems=subs, ports=ports)
+    return Target(subsystems=subs, ports=ports, hosts=wanted_hosts)
 
 
 def _read(path: Path) -> str:
@@ -147,8 +228,13 @@ def _read(path: Path) -> str:
         return ""
 
 
-def read_state(root: Path, nqns: list[str], port_ids: list[int]) -> Target:
-    """The named subsystems and ports as configfs holds them now (missing ones are left out)."""
+def _links(folder: Path) -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in folder.iterdir())) if folder.is_dir() else ()
+
+
+def read_state(root: Path, nqns: list[str], port_ids: list[int], host_nqns: list[str] | None = None) -> Target:
+    """The named subsystems and ports as configfs holds them now (missing ones are left out), the host entries
+    named or linked by them, and which hosts other subsystems link."""
     subs: dict[str, Subsystem] = {}
     for nqn in nqns:
         base = root / "subsystems" / nqn
@@ -160,7 +246,8 @@ def read_state(root: Path, nqns: list[str], port_ids: list[int]) -> Target:
             namespaces.append(Namespace(nsid=int(ns.name), device=_read(ns / "device_path"),
                                         enabled=_read(ns / "enable") == "1"))
         subs[nqn] = Subsystem(nqn=nqn, namespaces=tuple(namespaces),
-                              allow_any_host=_read(base / "attr_allow_any_host") == "1")
+                              allow_any_host=_read(base / "attr_allow_any_host") == "1",
+                              allowed_hosts=_links(base / "allowed_hosts"))
     ports: dict[int, Port] = {}
     for pid in port_ids:
         base = root / "ports" / str(pid)
@@ -170,7 +257,16 @@ def read_state(root: Path, nqns: list[str], port_ids: list[int]) -> Target:
         ports[pid] = Port(id=pid, trtype=_read(base / "addr_trtype"), traddr=_read(base / "addr_traddr"),
                           trsvcid=_read(base / "addr_trsvcid"), adrfam=_read(base / "addr_adrfam"),
                           subsystems=tuple(sorted(p.name for p in linked.iterdir())) if linked.is_dir() else ())
-    return Target(subsystems=subs, ports=ports)
+    hosts: dict[str, Host] = {}
+    for hnqn in dict.fromkeys([*(host_nqns or []), *(h for s in subs.values() for h in s.allowed_hosts)]):
+        base = root / "hosts" / hnqn
+        if base.is_dir():
+            hosts[hnqn] = Host(nqn=hnqn, dhchap_key=_read(base / "dhchap_key"),
+                               dhchap_ctrl_key=_read(base / "dhchap_ctrl_key"), dhchap_hash=_read(base / "dhchap_hash"))
+    others = root / "subsystems"
+    elsewhere = frozenset(h for s in (others.iterdir() if others.is_dir() else []) if s.name not in nqns
+                          for h in _links(s / "allowed_hosts"))
+    return Target(subsystems=subs, ports=ports, hosts=hosts, linked_elsewhere=elsewhere)
 
 
 def same_device(a: str, b: str) -> bool:
@@ -178,15 +274,35 @@ def same_device(a: str, b: str) -> bool:
 
 
 def decide(wanted: Target, have: Target) -> list[Step]:
-    """Steps from ``have`` to ``wanted``. Pure. A port's address changes only with no subsystem linked."""
+    """Steps from ``have`` to ``wanted``. Pure. Host entries come before the links to them; a subsystem stops
+    allowing any host before its first link (the kernel refuses links while it does); a port's address changes only
+    with no subsystem linked; host entries nothing links any more go last."""
     steps: list[Step] = []
+    for hnqn, host in wanted.hosts.items():
+        old_host = have.hosts.get(hnqn)
+        if old_host is None:
+            steps.append(Step("mkdir", f"hosts/{hnqn}"))
+        if host.dhchap_key:  # auth dhchap
+            for attr, value in (("dhchap_hash", host.dhchap_hash), ("dhchap_key", host.dhchap_key),
+                                ("dhchap_ctrl_key", host.dhchap_ctrl_key)):
+                if old_host is None or getattr(old_host, attr) != value:
+                    steps.append(Step("write", f"hosts/{hnqn}/{attr}", value, secret=attr in SECRET_ATTRS))
+    unlinked: set[str] = set()
     for nqn, sub in wanted.subsystems.items():
         base = f"subsystems/{nqn}"
         current = have.subsystems.get(nqn)
         if current is None:
             steps.append(Step("mkdir", base))
-        if current is None or not current.allow_any_host:
-            steps.append(Step("write", f"{base}/attr_allow_any_host", "1"))
+        if current is None or current.allow_any_host:
+            steps.append(Step("write", f"{base}/attr_allow_any_host", "0"))
+        linked_hosts = current.allowed_hosts if current else ()
+        for hnqn in linked_hosts:
+            if hnqn not in sub.allowed_hosts:
+                steps.append(Step("unlink", f"{base}/allowed_hosts/{hnqn}", f"hosts/{hnqn}"))
+                unlinked.add(hnqn)
+        for hnqn in sub.allowed_hosts:
+            if hnqn not in linked_hosts:
+                steps.append(Step("link", f"{base}/allowed_hosts/{hnqn}", f"hosts/{hnqn}"))
         have_ns = {ns.nsid: ns for ns in (current.namespaces if current else ())}
         for ns in sub.namespaces:
             path = f"{base}/namespaces/{ns.nsid}"
@@ -218,6 +334,8 @@ def decide(wanted: Target, have: Target) -> list[Step]:
         for nqn in port.subsystems:
             if nqn not in linked:
                 steps.append(Step("link", f"{base}/subsystems/{nqn}", f"subsystems/{nqn}"))
+    steps += [Step("rmdir", f"hosts/{h}") for h in sorted(unlinked - set(wanted.hosts) - have.linked_elsewhere)
+              if h in have.hosts]
     return steps
 
 
@@ -231,21 +349,30 @@ def decide_absent(wanted: Target, have: Target) -> list[Step]:
         steps += [Step("unlink", f"ports/{pid}/subsystems/{nqn}", f"subsystems/{nqn}") for nqn in ours]
         if len(ours) == len(port.subsystems):  # a port other subsystems still use stays
             steps.append(Step("rmdir", f"ports/{pid}"))
+    unlinked: set[str] = set()
     for nqn in wanted.subsystems:
         sub = have.subsystems.get(nqn)
         if sub is None:
             continue
+        for hnqn in sub.allowed_hosts:
+            steps.append(Step("unlink", f"subsystems/{nqn}/allowed_hosts/{hnqn}", f"hosts/{hnqn}"))
+            unlinked.add(hnqn)
         for ns in sub.namespaces:
             if ns.enabled:
                 steps.append(Step("write", f"subsystems/{nqn}/namespaces/{ns.nsid}/enable", "0"))
             steps.append(Step("rmdir", f"subsystems/{nqn}/namespaces/{ns.nsid}"))
         steps.append(Step("rmdir", f"subsystems/{nqn}"))
+    steps += [Step("rmdir", f"hosts/{h}") for h in sorted(unlinked - have.linked_elsewhere) if h in have.hosts]
     return steps
 
 
 def apply(root: Path, steps: list[Step]) -> None:
     for step in steps:
         path = root / step.path
+        if step.op == "write" and path.name.startswith("dhchap_") and not path.exists():  # configfs makes no files
+            raise TargetError(f"nvmet configfs has no {step.path}: this kernel's NVMe target cannot do DH-CHAP "
+                              f"(built without CONFIG_NVME_TARGET_AUTH); expected a kernel with it, or a "
+                              f"Blueprint whose storage.nvmeof.auth is none")
         try:
             if step.op == "mkdir":
                 path.mkdir()
@@ -264,16 +391,21 @@ def apply(root: Path, steps: list[Step]) -> None:
 def render(target: Target) -> str:
     lines = []
     for nqn, sub in sorted(target.subsystems.items()):
-        lines.append(f"subsystem {nqn} allow_any_host={int(sub.allow_any_host)}")
+        lines.append(f"subsystem {nqn} allow_any_host={int(sub.allow_any_host)} "
+                     f"allowed_hosts={','.join(sub.allowed_hosts) or '-'}")
         lines += [f"  namespace {ns.nsid} {ns.device} enabled={int(ns.enabled)}" for ns in sub.namespaces]
     for pid, port in sorted(target.ports.items()):
         lines.append(f"port {pid} {port.trtype} {port.traddr}:{port.trsvcid} -> {', '.join(port.subsystems) or '-'}")
+    for hnqn, host in sorted(target.hosts.items()):  # whether a secret is set, never the secret
+        lines.append(f"host {hnqn} dhchap_key={'set' if host.dhchap_key else 'unset'} "
+                     f"dhchap_ctrl_key={'set' if host.dhchap_ctrl_key else 'unset'} {host.dhchap_hash}".rstrip())
     return "\n".join(lines) + ("\n" if lines else "")
 
 
 def converge(params: dict[str, Any], check_mode: bool, root: Path = Path(CONFIGFS)) -> dict[str, Any]:
     wanted = parse_wanted(params["subsystems"], params["rails"], str(params["transport"]), int(params["trsvcid"]),
-                          params.get("namespace_device"))
+                          params.get("namespace_device"), params.get("hosts") or [], str(params.get("auth") or "none"),
+                          params.get("dhchap_secrets") or {}, params.get("dhchap_ctrl_secret"))
     if not root.is_dir():
         raise TargetError(f"{root} does not exist: load the nvmet module and mount configfs first")
     if params.get("state", "present") == "present":
@@ -282,7 +414,7 @@ def converge(params: dict[str, Any], check_mode: bool, root: Path = Path(CONFIGF
                 if not Path(ns.device).exists():
                     raise TargetError(f"subsystem {sub.nqn}: namespace device {ns.device} does not exist on this "
                                       f"host; expected the block device that backs it (nvmeof_namespace_device)")
-    have = read_state(root, list(wanted.subsystems), list(wanted.ports))
+    have = read_state(root, list(wanted.subsystems), list(wanted.ports), list(wanted.hosts))
     absent = params.get("state") == "absent"
     steps = decide_absent(wanted, have) if absent else decide(wanted, have)
     if steps and not check_mode:
@@ -298,6 +430,10 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "transport": {"type": "str", "required": True, "choices": ["rdma", "tcp"]},
     "trsvcid": {"type": "int", "required": True},
     "namespace_device": {"type": "str"},
+    "hosts": {"type": "list", "elements": "dict", "default": []},
+    "auth": {"type": "str", "default": "none", "choices": ["dhchap", "none"]},
+    "dhchap_secrets": {"type": "dict", "default": {}, "no_log": True},
+    "dhchap_ctrl_secret": {"type": "str", "no_log": True},
     "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
 }
 

@@ -1,0 +1,241 @@
+"""The cluster's secrets store: one 0600 YAML file per cluster, outside the repository and every build folder.
+
+It holds the NVMe-oF DH-CHAP secret of every host that attaches subsystems and of every storage target (the
+controller's, for bidirectional authentication) and the monitoring stack's basic-auth credentials. ``clustersmith
+build`` calls :func:`ensure`: a file clustersmith wrote (its first line is :data:`HEADER_MARK`) gains entries for
+new hosts and keeps every existing one; a file without that header is the user's, read and never written, and a
+missing entry is bad input; an absent file is generated whole. The build gets only the file's absolute path
+(``ansible/group_vars/all.yml``: ``clustersmith_secrets_file``); the roles read the file on the controller.
+
+Where: ``--secrets FILE``, else ``$CLUSTERSMITH_SECRETS_DIR/<cluster>.yml``, else
+``$XDG_CONFIG_HOME/clustersmith/secrets/<cluster>.yml`` (``~/.config`` when XDG_CONFIG_HOME is unset).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import secrets
+import stat
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+import bcrypt
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from blueprints.blueprint import Blueprint
+from blueprints.errors import ClusterSmithError, Problem
+
+DIR_ENV = "CLUSTERSMITH_SECRETS_DIR"
+HEADER_MARK = "# Written by clustersmith for cluster "
+MAX_BYTES = 16 << 20  # 16 MiB: 100,000 hosts' secrets are about 10 MiB
+DHCHAP_KEY_BYTES = 32  # a 256-bit secret, the size nvme gen-dhchap-key makes for hmac(sha256)
+MONITORING_USER = "clustersmith"
+REPO = Path(__file__).resolve().parent.parent
+_DHCHAP = re.compile(r"^DHHC-1:0[0-3]:([A-Za-z0-9+/]+={0,2}):$")
+_OPTION = "--secrets"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_dhchap(value: str) -> str:
+    """A DH-HMAC-CHAP secret in the NVMe representation: ``DHHC-1:<hash>:<base64 of key and its CRC-32>:``."""
+    found = _DHCHAP.match(value)
+    if found is None:
+        raise ValueError("expected a DH-CHAP secret DHHC-1:00:<base64>: (as nvme gen-dhchap-key prints it)")
+    raw = base64.b64decode(found.group(1))
+    key, crc = raw[:-4], raw[-4:]
+    if len(key) not in (32, 48, 64):
+        raise ValueError(f"the secret holds {len(key)} key bytes; expected 32, 48 or 64")
+    if zlib.crc32(key).to_bytes(4, "little") != crc:
+        raise ValueError("the secret's CRC-32 does not match its key (a truncated or edited secret?)")
+    return value
+
+
+class DhchapSecrets(_Strict):
+    hosts: dict[str, str] = Field(default_factory=dict, description="Host name -> its DH-CHAP secret")
+    controllers: dict[str, str] = Field(
+        default_factory=dict, description="Storage target name -> its controller's secret (bidirectional auth)")
+
+    @field_validator("hosts", "controllers")
+    @classmethod
+    def _secrets(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, secret in value.items():
+            try:
+                _check_dhchap(secret)
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        return value
+
+
+class MonitoringSecrets(_Strict):
+    username: str = Field(min_length=1, description="Basic-auth user of Prometheus, Alertmanager and the exporters")
+    password: str = Field(min_length=16, description="Its password (random, URL-safe)")
+    password_bcrypt: str = Field(pattern=r"^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$",
+                                 description="bcrypt hash of the password, for the exporters' web config")
+
+
+class ClusterSecrets(_Strict):
+    kind: Literal["ClusterSecrets"]
+    cluster: str
+    nvme_dhchap: DhchapSecrets
+    monitoring: MonitoringSecrets
+
+
+def dhchap_key() -> str:
+    """A new DH-CHAP secret: 32 random bytes, untransformed (hash indicator 00), as nvme gen-dhchap-key makes it."""
+    key = secrets.token_bytes(DHCHAP_KEY_BYTES)
+    return "DHHC-1:00:" + base64.b64encode(key + zlib.crc32(key).to_bytes(4, "little")).decode() + ":"
+
+
+def new_monitoring() -> MonitoringSecrets:
+    password = secrets.token_urlsafe(24)
+    hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt()).decode()
+    return MonitoringSecrets(username=MONITORING_USER, password=password, password_bcrypt=hashed)
+
+
+def default_path(cluster: str) -> Path:
+    folder = os.environ.get(DIR_ENV)
+    if folder:
+        return Path(folder) / f"{cluster}.yml"
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "clustersmith" / "secrets" / f"{cluster}.yml"
+
+
+def needed(bp: Blueprint) -> tuple[list[str], list[str]]:
+    """Names that need a DH-CHAP secret: the hosts that attach subsystems, and the storage targets serving them."""
+    plan = bp.storage.nvmeof
+    hosts = [h.name for h in bp.nvmeof_hosts()]
+    targets = list(dict.fromkeys(s.served_by for s in plan.subsystems)) if plan else []
+    return hosts, targets
+
+
+def header(cluster: str) -> str:
+    return (f"{HEADER_MARK}{cluster}: NVMe-oF DH-CHAP secrets and the monitoring password.\n"
+            f"# Keep it mode 0600, outside the repository and every build folder. clustersmith build adds entries for\n"
+            f"# new hosts and keeps every existing one; to rotate one, delete its entry, rebuild and rerun site.yml.\n")
+
+
+def _bad(path: Path, message: str, where: str = "", value: str | None = None) -> ClusterSmithError:
+    return ClusterSmithError([Problem(where, message, value=value)], str(path), "bad secrets file")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return folder == path or folder in path.parents
+
+
+def _check_place(path: Path, build_folder: Path) -> None:
+    for folder, what in ((REPO, "the clustersmith repository"), (build_folder, "the build folder")):
+        if _inside(path, folder.resolve()):
+            raise ClusterSmithError([Problem(_OPTION, f"the secrets file is inside {what} ({folder}); expected a "
+                                             f"path outside it, so no secret is committed or copied with a build",
+                                             value=str(path))], title="bad secrets file")
+
+
+def _read(path: Path) -> tuple[str, os.stat_result]:
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise _bad(path, f"cannot read it: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _bad(path, "is not a regular file; expected the cluster's secrets YAML file")
+    if st.st_mode & 0o177:
+        raise _bad(path, f"mode {stat.S_IMODE(st.st_mode):04o} lets others read or run it; expected 0600 "
+                         f"(chmod 600 {path})", value=f"{stat.S_IMODE(st.st_mode):04o}")
+    if st.st_size > MAX_BYTES:
+        raise _bad(path, f"is {st.st_size} bytes; expected at most {MAX_BYTES}")
+    try:
+        return path.read_text(encoding="utf-8"), st
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _bad(path, f"cannot read it as UTF-8 text: {exc}") from None
+
+
+class _NoAliases(yaml.SafeLoader):
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("aliases (*name) are not allowed in a secrets file")
+        return super().compose_node(parent, index)
+
+
+def parse(text: str, path: Path, cluster: str) -> ClusterSecrets:
+    try:
+        data = yaml.load(text, Loader=_NoAliases)
+    except yaml.YAMLError as exc:
+        raise _bad(path, f"is not YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise _bad(path, f"holds {type(data).__name__}; expected a mapping with kind: ClusterSecrets")
+    if data.get("kind") != "ClusterSecrets":
+        raise _bad(path, "expected kind: ClusterSecrets", "kind", str(data.get("kind")))
+    if data.get("cluster") != cluster:
+        raise _bad(path, f"belongs to another cluster; expected cluster: {cluster} (metadata.name of the spec)",
+                   "cluster", str(data.get("cluster")))
+    try:
+        return ClusterSecrets.model_validate(data)
+    except ValidationError as exc:
+        problems = [Problem(".".join(str(p) for p in e["loc"]), str(e["msg"]).removeprefix("Value error, "))
+                    for e in exc.errors()]
+        raise ClusterSmithError(problems, str(path), "bad secrets file") from None
+
+
+def _missing(store: ClusterSecrets, hosts: Iterable[str], targets: Iterable[str]) -> list[Problem]:
+    problems = [Problem(f"nvme_dhchap.hosts.{h}", "no DH-CHAP secret for this host, which attaches NVMe-oF "
+                        "subsystems; expected a DHHC-1 secret (nvme gen-dhchap-key)") for h in hosts
+                if h not in store.nvme_dhchap.hosts]
+    problems += [Problem(f"nvme_dhchap.controllers.{t}", "no DH-CHAP controller secret for this storage target; "
+                         "expected a DHHC-1 secret (nvme gen-dhchap-key)") for t in targets
+                 if t not in store.nvme_dhchap.controllers]
+    return problems
+
+
+def _write(path: Path, store: ClusterSecrets) -> None:
+    if not path.parent.exists():
+        path.parent.mkdir(mode=0o700, parents=True)
+    body = yaml.safe_dump(store.model_dump(mode="json"), sort_keys=False, width=200)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(header(store.cluster) + body)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def ensure(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:
+    """Load, complete or create the secrets file of ``bp``'s cluster; returns its absolute path (rules: module
+    doc). Bad input (a bad file, a user's file without an entry the Blueprint needs) raises ClusterSmithError."""
+    path = (path or default_path(bp.name)).expanduser().absolute()
+    _check_place(path, build_folder)
+    hosts, targets = needed(bp)
+    if not path.exists() and not path.is_symlink():
+        try:
+            _write(path, ClusterSecrets(
+                kind="ClusterSecrets", cluster=bp.name, monitoring=new_monitoring(),
+                nvme_dhchap=DhchapSecrets(hosts={h: dhchap_key() for h in hosts},
+                                          controllers={t: dhchap_key() for t in targets})))
+        except OSError as exc:
+            raise _bad(path, f"cannot write it: {exc.strerror or exc}; expected a folder this user can write") from None
+        return path
+    text, _ = _read(path)
+    store = parse(text, path, bp.name)
+    missing = _missing(store, hosts, targets)
+    if not missing:
+        return path
+    if not text.startswith(HEADER_MARK):
+        raise ClusterSmithError(missing, str(path), "secrets file (yours, read only) lacks entries")
+    grown = store.model_copy(update={"nvme_dhchap": DhchapSecrets(
+        hosts={**store.nvme_dhchap.hosts, **{h: dhchap_key() for h in hosts if h not in store.nvme_dhchap.hosts}},
+        controllers={**store.nvme_dhchap.controllers,
+                     **{t: dhchap_key() for t in targets if t not in store.nvme_dhchap.controllers}})})
+    try:
+        _write(path, grown)
+    except OSError as exc:
+        raise _bad(path, f"cannot add the new hosts' entries: {exc.strerror or exc}") from None
+    return path
