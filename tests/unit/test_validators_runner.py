@@ -387,3 +387,19 @@ def test_host_keys_are_checked_on_every_target_but_the_lab(example: str, checkin
 
     bp = plan(load_requirements(REPO / "examples" / example))
     assert ansible_env(bp)["ANSIBLE_HOST_KEY_CHECKING"] == checking, bp.target.provider
+
+
+@pytest.mark.parametrize("example", ["lab.yaml", "cv-training-500tb.yaml", "llm-training-16k.yaml",
+                                     "recsys-inference.yaml"])
+def test_every_fio_series_check_reads_its_interval_from_the_blueprint(example: str) -> None:
+    """The throughput and jitter checks sum per-interval bandwidth: their bwavgtime is the workload's log interval,
+    the log_avg_msec its job file writes, so neither the rule nor the runner assumes fio's default."""
+    bp = plan(load_requirements(REPO / "examples" / example))
+    workloads = {w.name: w for w in bp.acceptance.workloads}
+    series = [c for c in bp.acceptance.checks if c.id in ("storage.read_throughput", "storage.write_throughput",
+                                                          "storage.jitter")]
+    assert len(series) >= 2
+    for check in series:
+        w = workloads[check.args["workload"]]
+        assert check.args["bwavgtime"] == str(w.log_avg_ms), check.id
+        assert f"log_avg_msec={w.log_avg_ms}\n" in fio_job(bp, w, FioTarget(kind="directory", path="/x"))
