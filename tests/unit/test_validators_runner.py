@@ -367,6 +367,10 @@ def test_a_fio_killed_mid_run_is_cut_short_and_one_with_a_job_error_is_measured(
     assert cut_short(dest, "client-1") is None, "fio ran and reported its error: the verdict judges it"
     (dest / "client-3.exit").write_text("0\n")
     assert cut_short(dest, "client-3") == "fio ended 0 but wrote no JSON report"
+    # this test's input: the status fio.yml writes when the task ended with no rc (its timeout), and a message
+    (dest / "client-4.exit").write_text("none\nThe command action failed to execute in the expected time frame\n")
+    assert cut_short(dest, "client-4") == ("fio did not end within its timeout: The command action failed to execute "
+                                           "in the expected time frame")
 
 
 def test_accept_and_build_render_one_job_file_and_a_device_target_gets_regions_not_files(out: Path) -> None:

@@ -38,6 +38,8 @@ def cut_short(dest: Path, host: str) -> str | None:
         return None if (dest / f"{host}.json").is_file() else "fio wrote no JSON report"
     status, _, words = exit_file.read_text(encoding="utf-8", errors="replace").partition("\n")
     said = next((line.strip() for line in reversed(words.splitlines()) if line.strip()), "")
+    if not status.strip().lstrip("-").isdigit():  # the task ended without fio's status: Ansible's timeout killed it
+        return "fio did not end within its timeout" + (f": {said}" if said else "")
     if status.strip() == "0":
         return None if (dest / f"{host}.json").is_file() else "fio ended 0 but wrote no JSON report"
     if not (dest / f"{host}.json").is_file():
