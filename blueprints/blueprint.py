@@ -91,6 +91,10 @@ class StorageFabricPlan(_Frozen):
 
     provider_managed: bool = Field(description="True in clouds: the managed file system's network is the provider's")
     shared_with_compute: bool = Field(default=False, description="True in the lab: both rails carry both")
+    client_rails: Traced[tuple[int, ...]] = Field(
+        description="Rail indices (the inventory's per-host `rails`) of each GPU node's storage NICs: "
+                                  "the compute rails themselves where shared_with_compute, else the storage NICs "
+                                  "listed after the compute rails; empty where the GPU nodes have none (clouds)")
     switch: str | None = Field(description="Catalog switch model")
     radix: int | None = None
     port_speed: str | None = Field(default=None, description="Port speed the switch is chosen for")

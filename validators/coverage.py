@@ -25,6 +25,8 @@ class Planned(BaseModel):
     monitoring: tuple[str, ...] = ()
     gpus_per_node: int
     rails: int = Field(description="Compute rails per GPU node")
+    storage_rails: tuple[int, ...] = Field(default=(), description="Rail indices of each GPU node's storage NICs "
+                                           "(storage_fabric.client_rails), measured against the storage targets")
     subsystems: dict[str, tuple[str, ...]] = Field(default_factory=dict,
                                                    description="Host -> the NVMe-oF NQNs it attaches")
     paths_per_subsystem: int = 0
@@ -46,7 +48,7 @@ class Planned(BaseModel):
         return cls(gpu_nodes=tuple(by_role.get("gpu_client", [])),
                    storage_targets=tuple(by_role.get("storage_target", [])),
                    monitoring=tuple(by_role.get("monitoring", [])), gpus_per_node=bp.compute.gpus_per_node,
-                   rails=bp.compute.rails.value, subsystems={h: tuple(n) for h, n in subsystems.items()},
+                   rails=bp.compute.rails.value, storage_rails=bp.storage_fabric.client_rails.value, subsystems={h: tuple(n) for h, n in subsystems.items()},
                    paths_per_subsystem=nvmeof.paths_per_subsystem.value if nvmeof else 0,
                    gpus_emulated=bp.lab is not None)
 

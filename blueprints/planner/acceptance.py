@@ -11,6 +11,7 @@ from blueprints.blueprint import (
     Check,
     ComputePlan,
     FabricPlan,
+    FioWorkload,
     NcclPlan,
     Provenance,
     QosPlan,
@@ -21,6 +22,17 @@ from blueprints.planner.fio_workloads import plan_scratch, plan_workloads, workl
 from blueprints.planner.monitoring import HIT_RATIO
 
 GB = 1e9
+# How long the paths probe lets a path settle before judging it: a path "connecting" retries every reconnect delay
+# (a keep-alive hiccup under load heals within one or two), so three of them; one "resetting" waits out the host's
+# admin command timeout, then one reconnect delay and one attempt with its margin: two more.
+SETTLE_DELAYS = 3
+RESET_EXTRA_DELAYS = 2
+
+
+def _with_interval(w: FioWorkload) -> dict[str, str]:
+    """A throughput or jitter check's arguments: the workload's, and the interval of its bandwidth log (fio's
+    bwavgtime, ``log_avg_msec`` in the job file), over which its per-interval series is summed."""
+    return {**workload_args(w), "bwavgtime": str(w.log_avg_ms)}
 
 
 def _check(ctx: PlanContext, id: str, tool: str, metric: str, op: str, threshold: float, unit: str,
@@ -44,14 +56,14 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
         _check(ctx, "storage.read_throughput", "fio", "aggregate sequential read bw_bytes across clients",
                ">=", perf.read_throughput.value / GB, "GB/s", ["performance.storage.read_throughput"],
                "acceptance.read_throughput", f"{perf.read_throughput}",
-               args=workload_args(workloads["seq_read"])),
+               args=_with_interval(workloads["seq_read"])),
     ]
     if perf.write_throughput is not None:
         checks.append(_check(ctx, "storage.write_throughput", "fio", "aggregate sequential write bw_bytes",
                              ">=", perf.write_throughput.value / GB, "GB/s",
                              ["performance.storage.write_throughput"], "acceptance.write_throughput",
                              f"{perf.write_throughput}",
-                             args=workload_args(workloads["seq_write"])))
+                             args=_with_interval(workloads["seq_write"])))
     checks += [
         _check(ctx, "storage.latency_p99", "fio", "4k random read clat p99", "<=", perf.latency_p99.value * 1e6,
                "us", ["performance.storage.latency_p99"], "acceptance.latency_p99", f"{perf.latency_p99}",
@@ -59,7 +71,7 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
         _check(ctx, "storage.jitter", "fio", "coefficient of variation of per-interval read bandwidth", "<=",
                perf.jitter.value * 100, "%", ["performance.storage.jitter"], "acceptance.jitter_cv",
                f"stddev / mean of the summed per-interval bandwidth {perf.jitter}",
-               args={**workload_args(workloads["seq_read"]), "bwavgtime": str(workloads["seq_read"].log_avg_ms)}),
+               args=_with_interval(workloads["seq_read"])),
         _check(ctx, "storage.mixed", "fio", "randrw 70/30, 4k-1M: completes without errors", "==", 0, "errors",
                ["performance.storage.read_throughput", "performance.storage.write_throughput"],
                "acceptance.mixed_workload", "the design's mixed workload", performance=False,
@@ -89,10 +101,17 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
                                    "algorithm_expectation": nccl.algorithm_expectation.value}))
     if storage.nvmeof is not None:
         nv = storage.nvmeof
+        delay = nv.reconnect_delay.value
+        settle, reset_extra = SETTLE_DELAYS * delay, RESET_EXTRA_DELAYS * delay
         checks.append(_check(ctx, "nvmeof.paths", "nvme", "live paths per namespace", ">=",
                              nv.paths_per_subsystem.value, "paths", list(nv.paths_per_subsystem.derived_from.spec),
-                             "acceptance.one_path_per_rail", nv.paths_per_subsystem.derived_from.formula,
-                             scope="host", performance=False, args={"iopolicy": nv.iopolicy.value}))
+                             "acceptance.one_path_per_rail",
+                             f"{nv.paths_per_subsystem.derived_from.formula}; a reconnecting path may settle for "
+                             f"{SETTLE_DELAYS} x reconnect_delay {delay} s = {settle} s, one resetting for the "
+                             f"host's admin_timeout + {RESET_EXTRA_DELAYS} x {delay} s",
+                             scope="host", performance=False,
+                             args={"iopolicy": nv.iopolicy.value, "settle_s": str(settle),
+                                   "reset_extra_s": str(reset_extra)}))
     if qos.applies:
         checks.append(_check(ctx, "qos.consistency", "qos", "layers agreeing with the QoS plan", "==", 1, "bool",
                              list(qos.dscp.derived_from.spec), "acceptance.qos_one_plan",

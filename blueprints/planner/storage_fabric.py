@@ -8,9 +8,22 @@ manager position. Clouds: the provider's network; the lab: both rails carry stor
 
 from __future__ import annotations
 
-from blueprints.blueprint import ComputePlan, StorageFabricPlan, StoragePlan, traced
+from blueprints.blueprint import ComputePlan, StorageFabricPlan, StoragePlan, Traced, traced
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.planner.fabric import balanced_tree
+
+
+def client_rails(ctx: PlanContext, compute: ComputePlan) -> Traced[tuple[int, ...]]:
+    """Which of a GPU node's rails (inventory rail indices) are its storage NICs: in the lab the compute rails carry
+    storage too; elsewhere the storage NICs follow the compute rails in the node's rails list."""
+    if ctx.is_lab:
+        return traced(tuple(range(compute.storage_nics)), ["target.rails"], "storage_fabric.client_rails_shared",
+                      f"lab: rails 0..{compute.storage_nics - 1} carry storage and compute")
+    first = compute.rails.value
+    rails = tuple(range(first, first + compute.storage_nics))
+    return traced(rails, ["compute.accelerator"], "storage_fabric.client_rails_after_compute",
+                  f"{compute.storage_nics} storage NIC(s) after the {first} compute rails: "
+                  + (f"rails {rails[0]}..{rails[-1]}" if rails else "none"))
 
 
 def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> StorageFabricPlan:
@@ -26,13 +39,14 @@ def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: Storage
         speeds.append(ctx.catalog.nics[srv.nic].speed.value)
         parts.append(f"{tier.nodes.value} {tier.name} nodes x {srv.nics}")
     ep = traced(ports, spec, "storage_fabric.endpoints", " + ".join(parts) + f" = {ports}")
+    clients = client_rails(ctx, compute)
     if ctx.is_cloud or ctx.is_lab:
         why = (f"{ctx.provider} provides the managed file system's network" if ctx.is_cloud
                else "lab: both rails carry storage and compute")
         zero = traced(0, ["target.provider"], "storage_fabric.not_separate", why)
         return StorageFabricPlan(provider_managed=ctx.is_cloud, shared_with_compute=ctx.is_lab, switch=None,
-                                 endpoints=ep, tiers=zero, leaf_switches=zero, spine_switches=zero,
-                                 core_switches=zero)
+                                 client_rails=clients, endpoints=ep, tiers=zero, leaf_switches=zero,
+                                 spine_switches=zero, core_switches=zero)
     fastest = max(speeds, default=compute.storage_nic_speed.value)
     candidates = [s for s in ctx.catalog.switches.values() if s.fabric == "ethernet"
                   and s.port_speed.value == fastest and not s.name.endswith("-lab")]
@@ -49,6 +63,7 @@ def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: Storage
     tiers, spine, core, cables = shape
     return StorageFabricPlan(
         provider_managed=False, switch=switch.name, radix=k, port_speed=str(switch.port_speed), endpoints=ep,
+        client_rails=clients,
         tiers=traced(tiers, spec, "storage_fabric.tiers", f"{leaf} leaves; radix {k}"),
         leaf_switches=traced(leaf, spec, "storage_fabric.leaf", f"{ports} ports fit one {k}-port switch"
                              if leaf == 1 else f"ceil({ports} / {half}) = {leaf}"),

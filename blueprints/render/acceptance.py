@@ -7,10 +7,11 @@ the job file it is judged on. The job files hold the workload exactly as planned
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jinja2
 import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
 from blueprints.blueprint import Blueprint, FioWorkload
 from blueprints.textsafe import one_line
@@ -72,13 +73,27 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
     plan_path.write_text(header + yaml.safe_dump(_plan(bp), sort_keys=False, width=110, allow_unicode=True),
                          encoding="utf-8")
     written = [plan_path]
-    template = _env().get_template("workload.fio.j2")
     for w in bp.acceptance.workloads:
-        ids = [c.id for c in bp.acceptance.checks if c.tool == "fio" and c.args.get("workload") == w.name]
         path = out / job_file(w)
-        path.write_text(template.render(w=w, name=bp.name, spec_file=one_line(bp.spec_file),
-                                        check_ids=ids or ["(none)"],
-                                        scratch_dir=scratch_dir(bp), size_bytes=int(w.size.value.value)),
-                        encoding="utf-8")
+        path.write_text(fio_job(bp, w, FioTarget(kind="directory", path=scratch_dir(bp))), encoding="utf-8")
         written.append(path)
     return written
+
+
+class FioTarget(BaseModel):
+    """Where a fio job writes: its own files in a directory (the plan's scratch, or a --destructive one), or regions
+    of one block device (a scratch namespace, one region of the workload's size per job)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["directory", "device"]
+    path: str = Field(description="Absolute directory or device path, one plain path (validators.safety)")
+
+
+def fio_job(bp: Blueprint, w: FioWorkload, target: FioTarget) -> str:
+    """The job file of workload ``w`` writing to ``target``: what `build` writes for the plan's scratch directory
+    and what `accept` runs for the target it was given."""
+    ids = [c.id for c in bp.acceptance.checks if c.tool == "fio" and c.args.get("workload") == w.name]
+    return _env().get_template("workload.fio.j2").render(
+        w=w, name=bp.name, spec_file=one_line(bp.spec_file), check_ids=ids or ["(none)"], target=target,
+        size_bytes=int(w.size.value.value))

@@ -3,12 +3,15 @@ site.yml: the session's ``deployed`` lab), then `clustersmith accept` over SSH w
 clients at once and ib_write_bw on both rails run for real, NCCL is not applicable (no GPU) rather than
 passed, and the NVMe-oF paths and QoS layers agree with the plan. A second run cuts client-1's rail 0 during
 the verified mixed workload: it still ends with zero verify errors, and a paths check taken during the cut
-reports the degraded path. Lab performance checks are informational: measured and shown, never judged.
+reports the degraded path. Two fault runs: one client's NVMe-oF path cut (its rail 1 NIC down) and one client's fio
+killed mid-run; each verdict names that client and is not a pass. Lab performance checks are informational: measured
+and shown, never judged.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import threading
 import time
@@ -18,7 +21,7 @@ from typing import Any
 import pytest
 
 from stacks.lab import Lab
-from tests.lab.conftest import TIMINGS, ExampleLab
+from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab
 from tests.lab.conftest import run as run_command  # the tests' `run` is a run folder
 from tests.report_html import plots, rendered_dom
 from validators.rdma import parse_perftest_bw
@@ -64,8 +67,11 @@ def test_accept_runs_fio_and_rdma_for_real(deployed: ExampleLab) -> None:
     clients = {h.name for h in bp.lab.hosts if h.role == "gpu_client"}  # type: ignore[union-attr]
     assert {p.stem for p in (run / "fio" / "seq_read").glob("*.json")} == clients
     assert {d["where"].split()[0] for d in checks["rdma.write_bw"]["details"]} == {"rail0", "rail1"}
+    # the compute fabric: client-1 against client-2 on each rail; the storage fabric: each client against the target
+    target = next(h.name for h in bp.lab.hosts if h.role == "storage_target")  # type: ignore[union-attr]
     assert {f"{p.parent.name}/{p.stem}" for p in (run / "ib_write_bw").glob("rail*/*.txt")} == {
-        f"rail{i}/{c}" for i in (0, 1) for c in clients}
+        f"rail{i}/{pair}" for i in (0, 1) for pair in ["client-1@client-2", *(f"{c}@{target}" for c in clients)]}
+    assert len(json.loads((run / "ib_write_bw" / "pairs.json").read_text())) == 6
     assert (run / "junit.xml").is_file()
     # the lab run's HTML report, as headless Chromium renders it: the throughput plot has the clients' sum (against
     # which the threshold is drawn) and a line per client
@@ -104,3 +110,72 @@ def test_a_rail_cut_during_fio_leaves_zero_verify_errors_and_is_reported(deploye
     time.sleep(bp.storage.nvmeof.reconnect_delay.value * 3)
     code, checks, _ = accept(folder, "--only", "nvmeof.paths")
     assert code == 0 and checks["nvmeof.paths"]["status"] == "pass", problems(checks)
+
+
+def live_paths(lab: Lab, host: str) -> int | None:
+    """The host's NVMe-oF controllers in state live, from sysfs; None when the host did not answer in time. (`nvme
+    list-subsys` can block while a controller's keep-alive waits out the admin timeout: seen in this test.)"""
+    try:
+        states = lab.ssh(host, "cat /sys/class/nvme-subsystem/nvme-subsys*/nvme*/state 2>/dev/null; true", timeout=60)
+    except subprocess.TimeoutExpired:
+        return None
+    return states.stdout.split().count("live") if states.returncode == 0 else None
+
+
+def test_a_clients_nvmeof_path_cut_is_named_and_not_a_pass(deployed: ExampleLab) -> None:
+    """client-2's rail 1 NIC down (the lab's fault injection, a cable pull): its path on rail 1 cannot reconnect
+    within the settle window the plan gives the paths check, so the check names client-2 and does not pass."""
+    bp, folder, lab = deployed.blueprint, deployed.folder, deployed.lab
+    assert bp.storage.nvmeof is not None
+    paths = bp.storage.nvmeof.paths_per_subsystem.value
+    lab.set_link("client-2", 1, up=False)
+    # the path leaves "live" once its keep-alive fails: with no I/O on it, a keep-alive command that gets no answer
+    # waits out the host's admin command timeout (nvme_core admin_timeout, 60 s by default) before the recovery
+    # starts; judged before that, both paths would still be live
+    admin = lab.ssh("client-2", "cat /sys/module/nvme_core/parameters/admin_timeout", timeout=60)
+    nv = bp.storage.nvmeof
+    wait_s = nv.keep_alive_tmo.value + int(admin.stdout.strip() or 60) + nv.reconnect_delay.value + 2 * TCG_MARGIN_S
+    try:
+        deadline = time.monotonic() + wait_s
+        while (live := live_paths(lab, "client-2")) is None or live >= paths:
+            assert time.monotonic() < deadline, "client-2's rail-1 path stayed live with its NIC down"
+            time.sleep(2)
+        code, checks, _ = accept(folder, "--only", "nvmeof.paths")
+    finally:
+        lab.set_link("client-2", 1, up=True)
+    got = checks["nvmeof.paths"]
+    assert got["status"] not in ("pass", "info"), got
+    assert code != 0
+    named = [d for d in got["details"] if d["where"].startswith("client-2") and (d["value"] or 0) < paths]
+    assert named and "client-2" in got["message"] + " ".join(got["notes"]), got
+    assert all((d["value"] or 0) >= paths for d in got["details"] if d["where"].startswith("client-1")), got
+    deadline = time.monotonic() + wait_s + nv.reconnect_delay.value * 6
+    while (live := live_paths(lab, "client-2")) is None or live < paths:  # leave the lab as it was
+        assert time.monotonic() < deadline, "client-2's rail-1 path did not come back"
+        time.sleep(5)
+
+
+def test_a_clients_fio_killed_mid_run_is_named_and_not_a_pass(deployed: ExampleLab) -> None:
+    """`pkill -x fio` on client-1 while the seq_read workload runs: fio still writes a report (its jobs say error 0)
+    and exits non-zero. The verdict must not take the partial run as a measure: a setup error naming client-1."""
+    folder, lab = deployed.folder, deployed.lab
+    outcome: dict[str, Any] = {}
+    run = threading.Thread(target=lambda: outcome.update(result=accept(folder, "--only",
+                                                                       "storage.read_throughput")))
+    run.start()
+    killed = None
+    try:
+        deadline = time.monotonic() + 1800
+        while not fio_running(lab, "client-1"):
+            assert run.is_alive() and time.monotonic() < deadline, "fio never started on client-1"
+            time.sleep(1)
+        killed = lab.ssh("client-1", "pkill -x fio", timeout=60)
+    finally:
+        run.join(timeout=3600)
+    assert killed is not None and killed.returncode == 0, killed
+    code, checks, results = outcome["result"]
+    got = checks["storage.read_throughput"]
+    assert got["status"] == "setup_error", got
+    assert "client-1" in got["message"] and "client-2" not in got["message"], got["message"]
+    assert code == 2
+    assert (results / "fio" / "seq_read" / "client-2.json").is_file(), "client-2's fio ran to its end"

@@ -69,36 +69,58 @@ def test_bad_bandwidth_output(text: str, field: str, message: str) -> None:
     assert err.value.problems[0].path == field and message in err.value.problems[0].message
 
 
-def rails_results(root: Path, hosts: list[str], rails: int) -> Path:
-    """The recorded client output of lab rail (i mod 2) filed for every host on every rail i (copies)."""
-    for rail in range(rails):
-        (root / "ib_write_bw" / f"rail{rail}").mkdir(parents=True, exist_ok=True)
-        for host in hosts:
-            shutil.copy(RDMA / f"lab-ib_write_bw-rail{rail % 2}.client.txt",
-                        root / "ib_write_bw" / f"rail{rail}" / f"{host}.txt")
+def rails_results(root: Path, bp: Blueprint, hosts: list[str] | None = None) -> Path:
+    """The recorded client output of lab rail (i mod 2) filed as the runner files it (copies): each GPU node of
+    ``hosts`` (default: all) against the next GPU node on every compute rail, and against the first storage target
+    on each of its storage NICs."""
+    by_role = bp.hosts_by_role()
+    nodes, targets = by_role["gpu_client"], by_role.get("storage_target", [])
+    pairs = [(f"rail{rail}", f"{node}@{nodes[(i + 1) % len(nodes)]}")
+             for rail in range(bp.compute.rails.value) for i, node in enumerate(nodes)]
+    pairs += [(f"rail{rail}", f"{node}@{targets[0]}") for rail in bp.storage_fabric.client_rails.value
+              for node in nodes] if targets else []
+    for rail, name in pairs:
+        if hosts is not None and name.split("@")[0] not in hosts:
+            continue
+        (root / "ib_write_bw" / rail).mkdir(parents=True, exist_ok=True)
+        shutil.copy(RDMA / f"lab-ib_write_bw-rail{int(rail[4:]) % 2}.client.txt", root / "ib_write_bw" / rail /
+                    f"{name}.txt")
     return root
 
 
 def test_rdma_rule_takes_the_slowest_rail(tmp_path: Path) -> None:
-    rails_results(tmp_path / "lab", ["client-1", "client-2"], 2)
+    rails_results(tmp_path / "lab", blueprint("lab"))
     values = [parse_perftest_bw((RDMA / f"lab-ib_write_bw-rail{r}.client.txt").read_text(), "x").average_gbit
               for r in (0, 1)]
     lab = judged(blueprint("lab"), tmp_path / "lab", "rdma.write_bw")
     assert lab.measured == min(v for v in values if v is not None) and lab.status == "info"
-    assert len(lab.details) == 4 and lab.coverage_shown == "4 of 4 rail measurements"
+    assert len(lab.details) == 8
+    assert lab.coverage_shown == "4 of 4 compute rail measurements, 4 of 4 storage rail measurements"
     prod = two_node_blueprint(tmp_path)
-    got = judged(prod, rails_results(tmp_path / "prod", ["gpu-1", "gpu-2"], 8), "rdma.write_bw")
+    got = judged(prod, rails_results(tmp_path / "prod", prod), "rdma.write_bw")
     threshold = next(c.threshold for c in prod.acceptance.checks if c.id == "rdma.write_bw")
     assert got.status == "fail" and f"expected >= {threshold:.4g} Gb/s" in got.message
 
 
 def test_rdma_misses_a_host_or_rail_and_refuses_server_output(tmp_path: Path) -> None:
-    root = rails_results(tmp_path, ["client-1"], 2)  # client-2 measured on no rail
-    shutil.copy(RDMA / "lab-ib_write_bw-rail0.server.txt", root / "ib_write_bw" / "rail0" / "client-2.txt")
+    root = rails_results(tmp_path, blueprint("lab"), ["client-1"])  # client-2 ran no pair of its own
+    shutil.copy(RDMA / "lab-ib_write_bw-rail0.server.txt", root / "ib_write_bw" / "rail0" / "client-2@client-1.txt")
     got = judged(blueprint("lab"), root, "rdma.write_bw")
-    assert got.status == "setup_error" and "2 of 4 rail measurements" in got.message
+    # client-2 is the server of client-1's compute pairs, so its compute rails are measured; its storage NICs not
+    assert got.status == "setup_error" and "4 of 4 compute rail measurements" in got.coverage_shown
+    assert "2 of 4 storage rail measurements" in got.message
     assert "missing: rail0 client-2, rail1 client-2" in got.message
-    assert any("perftest server output, not a measurement" in n and "rail0/client-2.txt" in n for n in got.notes)
+    assert any("perftest server output, not a measurement" in n and "rail0/client-2@client-1.txt" in n
+               for n in got.notes)
+
+
+def test_rdma_a_gpu_node_measured_twice_on_one_rail_is_a_duplicate(tmp_path: Path) -> None:
+    """Two files for one client on one rail (copies under two peer names): never two votes for one NIC."""
+    root = rails_results(tmp_path, blueprint("lab"))
+    shutil.copy(root / "ib_write_bw" / "rail0" / "client-1@client-2.txt", root / "ib_write_bw" / "rail0" /
+                "client-1.txt")
+    got = judged(blueprint("lab"), root, "rdma.write_bw")
+    assert got.status == "setup_error" and "reported more than once: rail0 client-1" in got.message
 
 
 def test_a_perftest_error_fails_the_rail_in_its_own_words(tmp_path: Path) -> None:
@@ -106,10 +128,10 @@ def test_a_perftest_error_fails_the_rail_in_its_own_words(tmp_path: Path) -> Non
     out = parse_perftest_bw((RDMA / "dev-ib_write_bw-no-device.txt").read_text(), "x")
     assert out.rows == () and out.average_gbit is None
     assert out.errors == ("Did not detect devices", "Unable to find the Infiniband/RoCE device")
-    root = rails_results(tmp_path, ["client-1", "client-2"], 2)
-    shutil.copy(RDMA / "dev-ib_write_bw-no-device.txt", root / "ib_write_bw" / "rail1" / "client-2.txt")
+    root = rails_results(tmp_path, blueprint("lab"))
+    shutil.copy(RDMA / "dev-ib_write_bw-no-device.txt", root / "ib_write_bw" / "rail1" / "client-2@client-1.txt")
     got = judged(blueprint("lab"), root, "rdma.write_bw")
-    assert got.status == "fail" and "rail1/client-2.txt: Did not detect devices; Unable to find the Infiniband/RoCE" \
+    assert got.status == "fail" and "rail1/client-2@client-1.txt: Did not detect devices; Unable to find the Infiniband/RoCE" \
         " device" in got.message
 
 

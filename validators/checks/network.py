@@ -3,7 +3,8 @@
 NCCL judges a run only when it covers the plan: as many ranks as the Blueprint's GPU nodes x GPUs per node, on as
 many nodes, a complete sweep (rows up to the plan's ``maxbytes`` and the footer). Every run of every log in
 ``nccl/`` is read on its own; any run nccl-tests reported as wrong (``#wrong``, out-of-bounds values) fails the
-check. RDMA judges every GPU node on every compute rail; perftest's server side is not a measurement.
+check. RDMA judges every GPU node on every compute rail (paired with another GPU node) and on every storage NIC
+(paired with a storage target); perftest's server side is not a measurement.
 """
 
 from __future__ import annotations
@@ -196,21 +197,41 @@ def _worst(coverage: list[Coverage], planned: Planned) -> tuple[Coverage, ...]:
 
 @rule("rdma.write_bw")
 def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
-    """Every GPU node on every compute rail (``ib_write_bw/rail<i>/<host>.txt``, the client side)."""
-    wanted = [f"rail{i} {h}" for i in range(planned.rails) for h in planned.gpu_nodes]
+    """Every GPU node on both fabrics: ``ib_write_bw/rail<i>/<client>@<server>.txt``, the client side of one pair.
+
+    A pair of two GPU nodes measures both nodes' rail i (the compute fabric: the server's NIC carries what the
+    client sends); a pair with a storage target measures the GPU node's storage NIC i (the storage fabric). A file
+    named ``<host>.txt`` (a hand-made run, peer unnamed) is a compute-rail measurement of that host."""
+    compute = [f"rail{i} {h}" for i in range(planned.rails) for h in planned.gpu_nodes]
+    storage = [f"rail{i} {h}" for i in planned.storage_rails for h in planned.gpu_nodes] \
+        if planned.storage_targets else []
+
+    def coverage(compute_seen: list[str], storage_seen: list[str]) -> tuple[Coverage, ...]:
+        return (cover("compute rail measurements", compute_seen, compute),) + \
+            ((cover("storage rail measurements", storage_seen, storage),) if storage else ())
+
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
-        return failed.model_copy(update={"coverage": (cover("rail measurements", [], wanted),)})
+        return failed.model_copy(update={"coverage": coverage([], [])})
     rails = sorted(p.name for p in (results.root / "ib_write_bw").glob("rail*") if p.is_dir()) \
         if (results.root / "ib_write_bw").is_dir() else []
-    details, seen, failures, servers = [], [], [], []
+    details, failures, servers = [], [], []
+    clients: list[str] = []
+    peers: list[str] = []  # GPU nodes measured as the server side of a compute pair
+    storage_seen: list[str] = []
     for rail in rails:
         for path in results.files("ib_write_bw", rail, pattern="*.txt"):
             out = parse_perftest_bw_file(path)
             if out.server:
                 servers.append(f"{rail}/{path.name}")
                 continue
-            seen.append(f"{rail} {path.stem}")
+            client, _, server = path.stem.partition("@")
+            if server and server in planned.storage_targets:
+                storage_seen.append(f"{rail} {client}")
+            else:
+                clients.append(f"{rail} {client}")
+                if server:
+                    peers.append(f"{rail} {server}")
             if out.errors:
                 failures.append(f"{rail}/{path.name}: " + "; ".join(out.errors))
             if not out.rows:
@@ -218,12 +239,13 @@ def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
             details.append(Detail(where=f"{rail} {path.stem}", value=out.average_gbit, unit="Gb/s",
                                   note=f"{out.banner.device or '?'}, {out.rows[-1].bytes} B messages, "
                                        f"{out.banner.qps or '?'} QP(s)"))
-    coverage = (cover("rail measurements", seen, wanted),)
+    compute_seen = clients + sorted(set(peers) - set(clients))
     notes = ["the slowest rail counts: every rail must reach the pass mark"]
     if servers:
         notes.append(f"perftest server output, not a measurement (the client side measures): {', '.join(servers)}")
     if not details and not failures:
-        return missing("ib_write_bw client output", "ib_write_bw/rail<i>/<host>.txt").model_copy(
-            update={"coverage": coverage, "notes": tuple(notes)})
+        return missing("ib_write_bw client output", "ib_write_bw/rail<i>/<client>@<server>.txt").model_copy(
+            update={"coverage": coverage(compute_seen, storage_seen), "notes": tuple(notes)})
     return Measurement(value=min((d.value or 0.0 for d in details), default=None), details=tuple(details),
-                       notes=tuple(notes), coverage=coverage, failed_runs=tuple(failures))
+                       notes=tuple(notes), coverage=coverage(compute_seen, storage_seen),
+                       failed_runs=tuple(failures))

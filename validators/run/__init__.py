@@ -1,0 +1,15 @@
+"""The acceptance runner, one module per tool: it fans the tools out over the inventory with ansible-runner and fills
+a results folder that the parsers read.
+
+- ``plumbing``: the :class:`Session` every step shares (one ansible-runner play per step, the hosts' outcomes,
+  setup errors, notes, the files it writes);
+- ``facts``: GPUs and the rdma role's record per host; ``fio``: the workloads on every client at once;
+  ``perftest``: ib_write_bw pairs on the compute and storage fabrics; ``probe``: NVMe-oF paths, QoS layers,
+  Prometheus.
+
+Each step's playbook (``validators/playbooks/<step>.yml``) writes what the tool said to files on the host and
+fetches them into the results folder; no Python reads a task's result by its name. A step plugs in as a module
+here with a function taking the :class:`Session` (and the checks it serves), which runs its playbook through
+:meth:`Session.play`, leaves its output where :mod:`validators.results` reads it, and records a host where the tool
+could not run with :meth:`Session.record` or :meth:`Session.setup_error`; ``validators.accept`` calls it.
+"""

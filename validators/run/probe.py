@@ -1,0 +1,73 @@
+"""Step ``probe``: read-only looks at the hosts. NVMe-oF paths and I/O policy and the QoS layers on every GPU client,
+the scrape targets and the cache hit ratio from Prometheus. The playbook fetches what each host said into
+``nvme/``, ``qos/<host>/`` and ``prometheus/``; how long a reconnecting path may settle first is the ``nvmeof.paths``
+check's arguments (``settle_s``, ``reset_extra_s``: the planner's, from the reconnect delay)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+from urllib.parse import urlencode
+
+from validators.run.plumbing import Session
+
+
+def run(session: Session, probes: list[str], check_ids: dict[str, list[str]]) -> None:
+    clients = session.inventory.group("gpu_clients")
+    prometheus = monitoring_hosts(session)[:1]
+    hosts = sorted(set(clients) | set(prometheus))
+    url = prometheus_url(session, prometheus[0]) if prometheus else ""
+    cache_query = cache_query_url(session, url, check_ids.get("cache", [])) if "cache" in probes else None
+    if "cache" in probes and cache_query is None:
+        probes = [p for p in probes if p != "cache"]
+        for cid in check_ids["cache"]:
+            session.setup_error(cid, "cluster", "no fio workload ran in this acceptance run: the hit ratio is counted "
+                                                "over the fio workloads' window")
+    paths = session.check("nvmeof.paths")
+    settle = paths.args if paths is not None else {}
+    outcomes = session.play("probe", "probe.yml", hosts, {
+        "accept_probes": probes, "accept_clients": clients, "accept_prometheus": prometheus,
+        "accept_settle_s": int(settle.get("settle_s", "0")), "accept_reset_extra_s": int(settle.get("reset_extra_s",
+                                                                                                     "0")),
+        "accept_prometheus_url": url, "accept_cache_query_url": cache_query or ""}, 180)
+    if "cache" in probes:  # storage_tiering puts a cache on every GPU client: each should have a ratio
+        session.write("cache-hosts.json", text=json.dumps(clients, indent=2))
+    for probe, ids in check_ids.items():
+        relevant = prometheus if probe in ("targets", "cache") else clients
+        session.record(ids, {h: outcomes[h] for h in relevant})
+    if not prometheus:
+        planned = ", ".join(session.bp.hosts_by_role().get("monitoring", [])) or "none"
+        for cid in check_ids.get("targets", []) + check_ids.get("cache", []):
+            session.setup_error(cid, "inventory", f"no monitoring host: the Blueprint's ({planned}) are not in the "
+                                                  "inventory, and its group monitoring is empty")
+
+
+def cache_query_url(session: Session, prometheus_url: str, check_ids: list[str]) -> str | None:
+    """The instant query of the plan's hit ratio over the fio workloads' own window, at its end: hits and misses
+    counted from the first workload's start to the last one's end; None when no workload ran."""
+    if session.fio_window is None:
+        return None
+    check = next(c for c in session.bp.acceptance.checks if c.id in check_ids)
+    start, end = session.fio_window
+    query = session.bp.monitoring.query(check.args["query"]).over(f"{max(1, math.ceil(end - start))}s")
+    return f"{prometheus_url}/api/v1/query?{urlencode({'query': query, 'time': f'{end:.3f}'})}"
+
+
+def monitoring_hosts(session: Session) -> list[str]:
+    """Where Prometheus runs: the Blueprint's monitoring hosts (the monitoring role's ``monitoring_servers``) that the
+    inventory has, else the inventory's ``monitoring`` group. On the lab Prometheus shares the storage target, which
+    the lab's inventory lists under storage_targets only."""
+    planned = [h for h in session.bp.hosts_by_role().get("monitoring", []) if h in session.inventory.hosts]
+    return planned or session.inventory.group("monitoring")
+
+
+def prometheus_url(session: Session, host: str) -> str:
+    """Prometheus as its host reaches it: on the address in the plan's listen network, else loopback."""
+    port = next((j.port for j in session.bp.monitoring.scrape if j.exporter == "prometheus"), 9090)
+    address = "127.0.0.1"
+    if session.bp.monitoring.listen_cidr is not None:
+        network = ipaddress.IPv4Network(session.bp.monitoring.listen_cidr.value)
+        address = next((r.address for r in session.inventory.hosts[host].rails
+                        if ipaddress.IPv4Address(r.address) in network), address)
+    return f"http://{address}:{port}"
