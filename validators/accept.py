@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from blueprints.blueprint import Blueprint, Check
@@ -36,18 +35,10 @@ def run_tools(bp: Blueprint, build_dir: Path, inventory: Inventory, results: Pat
                 wanted.setdefault(PROBES[check.id], []).append(check.id)
         if wanted:
             runner.probe(sorted(wanted), wanted)
-        gpus = any(f.get("gpus", 0) for f in _facts(results).values())
         for check in checks:
-            if check.tool == "nccl" and gpus:
-                runner.setup_errors.setdefault(check.id, {})["cluster"] = (
-                    "running nccl-tests across hosts is not automated yet: run all_reduce_perf -b 2G -e 8G "
-                    "(NCCL_ALGO=Ring on two nodes), put its output in nccl/ and judge it with --results")
+            if check.tool == "nccl":
+                runner.nccl(check)
     finally:
         runner.cleanup(write)
         runner.finish()
 
-
-def _facts(results: Path) -> dict[str, dict[str, int]]:
-    path = results / "host-facts.json"
-    data = json.loads(path.read_text()) if path.is_file() else {}
-    return data if isinstance(data, dict) else {}

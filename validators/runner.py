@@ -27,6 +27,7 @@ import ansible_runner
 
 from blueprints.blueprint import Blueprint, Check, FioWorkload
 from validators.inventory import Inventory, rdma_record
+from validators.nccl_step import run_nccl
 from validators.safety import WritePlan
 
 PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
@@ -251,6 +252,10 @@ class Runner:
             self._perftest_wave(check, tool, args, duration_s, rail, {c: wave[c] for c in ran}, attempt + 1)
         for client, why in failed.items():
             self.setup_errors.setdefault(check.id, {})[client] = f"rail {rail} to {wave[client]}: {why}"
+
+    def nccl(self, check: Check) -> None:
+        """nccl-tests over every GPU node, after a GPU pre-flight (validators.nccl_step)."""
+        run_nccl(self, check)
 
     def probe(self, probes: list[str], check_ids: dict[str, list[str]]) -> None:
         clients = self.inventory.group("gpu_clients")

@@ -94,7 +94,9 @@ def test_nccl_reads_busbw_at_the_large_sizes_not_the_footer(tmp_path: Path, fixt
     got = judged(bp, results, "nccl.allreduce_busbw")["nccl.allreduce_busbw"]
     threshold = check(bp, "nccl.allreduce_busbw").threshold
     assert got.measured == measured
-    assert got.status == ("pass" if measured >= threshold else "fail")
+    assert measured < threshold or fixture.startswith("sample-b")  # 470.73 GB/s: one node's NVLink, above the bar
+    # neither log carries NCCL INFO lines: the transport and the 512 ranks are unconfirmed, so neither passes
+    assert got.status == "fail" and "no NCCL INFO lines" in got.message
     assert any("not the measure" in n for n in got.notes)
     assert {s.name.split()[-1] for s in got.series} == {"out-of-place", "in-place"}
 
@@ -108,7 +110,7 @@ def test_nccl_run_that_stops_below_the_large_sizes_is_a_setup_error(tmp_path: Pa
 def test_nccl_without_a_gpu_is_not_applicable(tmp_path: Path) -> None:
     (tmp_path / "host-facts.json").write_text(json.dumps({"client-1": {"gpus": 0}, "client-2": {"gpus": 0}}))
     got = judged(blueprint("lab"), tmp_path, "nccl.allreduce_busbw")["nccl.allreduce_busbw"]
-    assert got.status == "not_applicable" and "no GPU on client-1, client-2" in got.message
+    assert got.status == "not_applicable" and "the Blueprint's GPUs are emulated (lab target)" in got.message
     assert exit_code([got]) == 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from validators.checks import missing, rule, setup_failure
 from validators.errors import ParseError, parse_error
 from validators.nccl import NcclRun, parse_nccl_file
 from validators.nccl_debug import NcclDebug, parse_nccl_debug_file
+from validators.nccl_run import debug_violations, emulated, judge_preflight, read_preflight
 from validators.outcome import Detail, Measurement, Series
 from validators.rdma import parse_perftest_bw_file
 from validators.results import Results
@@ -80,13 +82,27 @@ def _debug(path: Path) -> NcclDebug | None:
     return None
 
 
+def _gpu_gate(check: Check, results: Results) -> Measurement | None:
+    """The runner's GPU pre-flight (nccl/preflight.json) judged against the plan; not applicable only where the
+    Blueprint says the GPUs are emulated. A Blueprint from before the plan said so keeps the older rule."""
+    if "gpus" not in check.args:
+        why = _no_gpu(results) if check.args.get("requires") == "gpu" else None
+        return Measurement(not_applicable=why) if why is not None else None
+    if emulated(check):
+        return judge_preflight(check, {})
+    path = results.root / "nccl" / "preflight.json"
+    if not os.path.lexists(path):
+        return None  # hand-made results: no pre-flight to judge, the log is judged alone
+    return judge_preflight(check, read_preflight(results.json_file(path), str(path)))
+
+
 @rule("nccl.allreduce_busbw")
 def allreduce_busbw(check: Check, results: Results) -> Measurement:
-    if check.args.get("requires") == "gpu" and (why := _no_gpu(results)) is not None:
-        return Measurement(not_applicable=why)
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
         return failed
+    if (gate := _gpu_gate(check, results)) is not None:
+        return gate
     files = results.files("nccl", pattern="*.txt") + results.files("nccl", pattern="*.json")
     if not files:
         return missing("all_reduce_perf output", "nccl/<name>.txt or nccl/<name>.json")
@@ -94,6 +110,7 @@ def allreduce_busbw(check: Check, results: Results) -> Measurement:
     details: list[Detail] = []
     series: list[Series] = []
     notes: list[str] = []
+    violations: list[str] = []
     for path in files:
         run = parse_nccl_file(path)
         large = [r for r in run.large(min_bytes) if r.out_of_place is not None]
@@ -108,14 +125,21 @@ def allreduce_busbw(check: Check, results: Results) -> Measurement:
         details.append(Detail(where=path.name, value=busbw, unit="GB/s",
                               note=f"lowest out-of-place busbw over {len(large)} size(s) >= {min_bytes} B, "
                                    f"at {worst.size} B"))
-        if (debug := _debug(path)) is not None:
+        debug = _debug(path)
+        violations += debug_violations(debug, check, path.name)
+        if debug is not None:
             notes.append(debug_note(path.name, debug, check.args.get("algorithm_expectation")))
         if run.avg_busbw is not None:
             notes.append(f"{path.name}: footer 'Avg bus bandwidth' {run.avg_busbw:g} GB/s averages the whole "
                          f"sweep and is not the measure")
+    for path in results.files("nccl", "collectives", pattern="*.txt"):  # the plan's other collectives
+        other = [r.out_of_place.busbw for r in parse_nccl_file(path).large(min_bytes) if r.out_of_place is not None]
+        violations += debug_violations(debug := _debug(path), check, f"collectives/{path.name}")
+        notes.append(f"collectives/{path.name}: lowest out-of-place busbw "
+                     + (f"{min(other):g} GB/s" if other else "none") + f" at sizes >= {min_bytes} B (information)")
     notes.append(f"on two nodes run with NCCL_ALGO={check.args.get('algo', 'Ring')}: tree busbw can exceed the wire")
     return Measurement(value=min(d.value or 0.0 for d in details), details=tuple(details), series=tuple(series),
-                       notes=tuple(notes))
+                       notes=tuple(notes), violations=tuple(violations))
 
 
 @rule("rdma.write_bw")
