@@ -102,8 +102,8 @@ def _preflight(runner: Runner, check: Check, launch: Launch) -> bool:
     outcomes = runner._play("nccl-preflight", "nccl.yml", nodes, {"accept_preflight": nodes}, 120)
     counted: dict[str, GpuCount] = {}
     for host, o in outcomes.items():
-        if o.unreachable is not None:
-            runner.setup_errors.setdefault(check.id, {})[host] = f"unreachable: {o.unreachable}"
+        if LIST_TASK not in o.ok:  # unreachable, or the play failed before nvidia-smi ran
+            runner.setup_errors.setdefault(check.id, {})[host] = o.problem or "the pre-flight did not run"
             continue
         res = o.ok.get(LIST_TASK, [{}])[-1]
         stdout = str(res.get("stdout", ""))

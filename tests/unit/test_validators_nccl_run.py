@@ -291,6 +291,19 @@ def test_the_recorded_launch_proof_holds() -> None:
     assert proof.note(local(2)).startswith("launch proven without a GPU: mpirun started 2 ranks")
 
 
+def test_the_lab_recording_proves_one_rank_on_each_client() -> None:
+    lab = (FIXTURES / "launch" / "lab-2clients.txt").read_text()
+    launch = Launch(kind="mpirun", launcher="client-1", nodes=(LaunchNode(name="client-1", address="10.77.0.2"),
+                                                               LaunchNode(name="client-2", address="10.77.0.3")),
+                    gpus_per_node=1, env=())
+    proof = judge_launch_proof(lab, launch)
+    assert proof.problems == () and proof.hosts == {"client-1": 1, "client-2": 1}
+    both = lab.replace("on client-2", "on client-1")  # edited: both ranks on client-1
+    assert judge_launch_proof(both, launch).problems == (
+        "ranks per node not as planned (client-1: 2; planned 1 each)",
+        "ranks ran on client-1; the launch named client-1, client-2")
+
+
 def test_a_launch_proof_that_lost_a_rank_or_a_sum_is_named() -> None:
     lost = PROOF.splitlines()[0]  # edited: rank 1's line removed
     assert judge_launch_proof(lost, local(2)).problems == ("1 of 2 ranks did not report (ranks 1)",
