@@ -68,6 +68,7 @@ class Runner(Protocol):
 RUN_TIMEOUT_S = 900  # one nccl-tests sweep of 2G..8G; thousands of ranks take minutes to set up
 LIST_TASK = "List the GPUs the driver exposes"
 RUN_TASK = "Run each launch, its output into a log"
+FETCH_TASK = "Fetch each log"
 
 
 def run_nccl(runner: Runner, check: Check) -> None:
@@ -141,6 +142,10 @@ def _launch(runner: Runner, check: Check, step: str, launches: dict[str, tuple[L
                 failed[run["log"]] = o.problem or "did not run"
             elif res.get("rc") != 0:
                 failed[run["log"]] = _exit_reason(res.get("rc"), Path(run["dest"]))
+            elif not Path(run["dest"]).is_file():
+                fetched = next((r for r in o.ok.get(FETCH_TASK, []) if isinstance(r.get("item"), dict)
+                                and r["item"].get("log") == run["log"]), {})
+                failed[run["log"]] = f"exited 0, but its log was not fetched back ({fetched.get('msg', 'no reason')})"
     return failed
 
 
@@ -197,8 +202,10 @@ def _prove_launch(runner: Runner, check: Check, launch: Launch, lab: bool) -> No
     if failed:
         runner.setup_errors.setdefault(check.id, {})[launch.launcher] = f"launch proof: {failed['mpi_ring.txt']}"
         return
-    proof = judge_launch_proof(log.read_text(encoding="utf-8", errors="replace") if log.is_file() else "", launch)
+    text = log.read_text(encoding="utf-8", errors="replace")
+    proof = judge_launch_proof(text, launch)
     if proof.problems:
-        runner.setup_errors.setdefault(check.id, {})[launch.launcher] = proof.note(launch)
+        last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "an empty log")
+        runner.setup_errors.setdefault(check.id, {})[launch.launcher] = f"{proof.note(launch)} (log ends: {last})"
     else:
         runner.notes.setdefault(check.id, []).append(proof.note(launch))
