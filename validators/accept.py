@@ -1,17 +1,16 @@
 """One acceptance run: the tools over the inventory into a results folder, then the same judging as ``--results``.
 
-The steps are the modules of :mod:`validators.run`, in order: facts, fio per workload, perftest pairs, probes.
+The steps are the modules of :mod:`validators.run`, in order: facts, fio per workload, perftest pairs, probes, NCCL.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 from blueprints.blueprint import Blueprint, Check
 from validators.inventory import Inventory
-from validators.run import facts, fio, perftest, probe
+from validators.run import facts, fio, nccl, perftest, probe
 from validators.run.plumbing import Progress, Session
 from validators.safety import WritePlan
 
@@ -41,19 +40,11 @@ def run_tools(bp: Blueprint, build_dir: Path, inventory: Inventory, results: Pat
                 wanted.setdefault(PROBES[check.id], []).append(check.id)
         if wanted:
             probe.run(session, sorted(wanted), wanted)
-        gpus = any(f.get("gpus", 0) for f in _facts(results).values())
-        for check in checks:  # the NCCL step (validators/run/nccl.py) takes this place once it launches nccl-tests
-            if check.tool == "nccl" and gpus:
-                session.setup_error(check.id, "cluster", (
-                    "running nccl-tests across hosts is not automated yet: run all_reduce_perf -b 2G -e 8G "
-                    "(NCCL_ALGO=Ring on two nodes), put its output in nccl/ and judge it with --results"))
+        for check in checks:
+            if check.tool == "nccl":
+                nccl.run(session, check)
     finally:
         fio.cleanup(session, write)
         session.finish()
         shutil.rmtree(results / ".jobs", ignore_errors=True)
 
-
-def _facts(results: Path) -> dict[str, dict[str, int]]:
-    path = results / "host-facts.json"
-    data = json.loads(path.read_text()) if path.is_file() else {}
-    return data if isinstance(data, dict) else {}

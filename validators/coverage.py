@@ -48,7 +48,8 @@ class Planned(BaseModel):
         return cls(gpu_nodes=tuple(by_role.get("gpu_client", [])),
                    storage_targets=tuple(by_role.get("storage_target", [])),
                    monitoring=tuple(by_role.get("monitoring", [])), gpus_per_node=bp.compute.gpus_per_node,
-                   rails=bp.compute.rails.value, storage_rails=bp.storage_fabric.client_rails.value, subsystems={h: tuple(n) for h, n in subsystems.items()},
+                   rails=bp.compute.rails.value, storage_rails=bp.storage_fabric.client_rails.value,
+                   subsystems={h: tuple(n) for h, n in subsystems.items()},
                    paths_per_subsystem=nvmeof.paths_per_subsystem.value if nvmeof else 0,
                    gpus_emulated=bp.lab is not None)
 

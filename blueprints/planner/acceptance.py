@@ -48,6 +48,29 @@ def _check(ctx: PlanContext, id: str, tool: str, metric: str, op: str, threshold
     })
 
 
+def nccl_tests(ctx: PlanContext) -> tuple[str, ...]:
+    """The nccl-tests binaries acceptance runs across every GPU node: all_reduce always; the collectives of
+    sharded LLM training (all_gather, reduce_scatter: FSDP/ZeRO) where the cluster trains LLMs; alltoall
+    (embedding exchange) for recommender models."""
+    business = ctx.req.business
+    tests = ["all_reduce_perf"]
+    if business.domain == "llm" and business.type in ("training", "mixed"):
+        tests += ["all_gather_perf", "reduce_scatter_perf"]
+    if business.domain == "recsys":
+        tests.append("alltoall_perf")
+    return tuple(tests)
+
+
+def nccl_transport(ctx: PlanContext, fabric: FabricPlan) -> str:
+    """The transport NCCL's debug log must name between nodes: the libfabric (OFI) plugin on EFA, the gIB plugin on
+    GCP's RoCE, NCCL's own IB verbs transport on InfiniBand and RoCE (and the lab's Soft-RoCE)."""
+    if fabric.kind.value == "efa":
+        return "ofi"
+    if ctx.provider == "gcp":
+        return "gib"
+    return "ib"
+
+
 def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan, nccl: NcclPlan,
                     storage: StoragePlan) -> AcceptancePlan:
     perf = ctx.req.performance.storage
@@ -91,14 +114,24 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
         node_bw = compute.rails.value * compute.rail_speed.value
         expect = node_bw * fraction / GB
         severity = "error" if ctx.req.performance.network.comm_share.value >= 0.3 else "warning"
+        tests = nccl_tests(ctx)
+        transport = nccl_transport(ctx, fabric)
         checks.append(_check(ctx, "nccl.allreduce_busbw", "nccl", "all_reduce busbw at the largest size", ">=",
-                             expect, "GB/s", ["compute.accelerator", "performance.network.comm_share"],
+                             expect, "GB/s", ["compute.accelerator", "performance.network.comm_share",
+                                              "business.type", "business.domain", "target.provider"],
                              "acceptance.nccl_busbw_per_nic",
                              f"{compute.rails.value} x {compute.rail_speed} x {fraction:.2f} "
-                             f"(46 GB/s per 400G NIC, nccl-tests#290)", severity=severity,
+                             f"(46 GB/s per 400G NIC, nccl-tests#290); over {compute.nodes.value} node(s) x "
+                             f"{compute.gpus_per_node} GPU(s), one rank per GPU; runs {', '.join(tests)} "
+                             f"(business {ctx.req.business.type}/{ctx.req.business.domain}); NCCL must use "
+                             f"{transport} between nodes", severity=severity,
                              args={"op": "all_reduce", "minbytes": "2G", "maxbytes": "8G", "requires": "gpu",
                                    # information for the report beside what NCCL chose, never pass/fail
-                                   "algorithm_expectation": nccl.algorithm_expectation.value}))
+                                   "algorithm_expectation": nccl.algorithm_expectation.value,
+                                   # what the runner launches and the debug log must show (validators.nccl_run)
+                                   "tests": ",".join(tests), "nodes": str(compute.nodes.value),
+                                   "gpus_per_node": str(compute.gpus_per_node), "transport": transport,
+                                   "gpus": "emulated" if ctx.is_lab else "real"}))
     if storage.nvmeof is not None:
         nv = storage.nvmeof
         delay = nv.reconnect_delay.value

@@ -12,6 +12,7 @@ LAB_PACKAGES = (
     "perftest", "nvme-cli", "fio", "lvm2", "thin-provisioning-tools", "openssh-server", "python3", "procps",
     "ethtool",  # the monitoring exporter reads PFC pause counters with ethtool -S
     "prometheus", "prometheus-node-exporter", "prometheus-alertmanager",
+    "openmpi-bin",  # acceptance proves its NCCL launch (mpirun, hostfile, rank placement) with an MPI program
 )
 LAB_MODULES = (
     "rdma_rxe", "ib_core", "ib_uverbs", "rdma_cm", "ib_cm", "iw_cm", "rdma_ucm",

@@ -96,7 +96,9 @@ def test_nccl_reads_busbw_at_the_large_sizes_not_the_footer(tmp_path: Path) -> N
     got = judged(bp, results, "nccl.allreduce_busbw")["nccl.allreduce_busbw"]
     threshold = check(bp, "nccl.allreduce_busbw").threshold
     assert got.measured == 318.40 and got.coverage_shown == "16 of 16 ranks, 2 of 2 nodes"
-    assert got.status == ("pass" if threshold <= 318.40 else "fail")
+    assert threshold > 0
+    # the log carries no NCCL INFO lines: the transport NCCL used is unconfirmed, so it does not pass
+    assert got.status == "fail" and "no NCCL INFO lines" in got.message
     assert any("not the measure" in n for n in got.notes)
     assert {s.name.split()[-1] for s in got.series} == {"out-of-place", "in-place"}
 
@@ -121,7 +123,7 @@ def test_nccl_run_that_stops_below_the_large_sizes_is_a_setup_error(tmp_path: Pa
 def test_nccl_without_a_gpu_is_not_applicable_only_on_the_lab(tmp_path: Path) -> None:
     (tmp_path / "host-facts.json").write_text(json.dumps({"client-1": {"gpus": 0}, "client-2": {"gpus": 0}}))
     got = judged(blueprint("lab"), tmp_path, "nccl.allreduce_busbw")["nccl.allreduce_busbw"]
-    assert got.status == "not_applicable" and "no GPU on client-1, client-2" in got.message
+    assert got.status == "not_applicable" and "the Blueprint's GPUs are emulated (lab target)" in got.message
     assert exit_code([got]) == 0
     bp = two_node_blueprint(tmp_path)  # a real cluster: a node short of its GPUs fails, by name and count
     (tmp_path / "host-facts.json").write_text(json.dumps({"gpu-1": {"gpus": 8}, "gpu-2": {"gpus": 7}}))

@@ -131,8 +131,8 @@ def test_a_perftest_error_fails_the_rail_in_its_own_words(tmp_path: Path) -> Non
     root = rails_results(tmp_path, blueprint("lab"))
     shutil.copy(RDMA / "dev-ib_write_bw-no-device.txt", root / "ib_write_bw" / "rail1" / "client-2@client-1.txt")
     got = judged(blueprint("lab"), root, "rdma.write_bw")
-    assert got.status == "fail" and "rail1/client-2@client-1.txt: Did not detect devices; Unable to find the Infiniband/RoCE" \
-        " device" in got.message
+    assert got.status == "fail" and "rail1/client-2@client-1.txt: Did not detect devices; Unable to find the " \
+        "Infiniband/RoCE device" in got.message
 
 
 def test_list_subsys_of_nvme_cli_2() -> None:

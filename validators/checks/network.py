@@ -9,6 +9,7 @@ check. RDMA judges every GPU node on every compute rail (paired with another GPU
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from validators.coverage import Planned, count, cover
 from validators.errors import ParseError, parse_error
 from validators.nccl import NcclRun, parse_nccl_file
 from validators.nccl_debug import NcclDebug, parse_nccl_debug_file
+from validators.nccl_run import debug_violations, emulated, judge_preflight, read_preflight
 from validators.outcome import Coverage, Detail, Measurement, Reference, Series
 from validators.rdma import parse_perftest_bw_file
 from validators.results import Results
@@ -123,14 +125,29 @@ def _incomplete(run: NcclRun, where: str, min_bytes: int, max_text: str) -> str 
     return None
 
 
+def _gpu_gate(check: Check, results: Results, planned: Planned) -> Measurement | None:
+    """The runner's GPU pre-flight (nccl/preflight.json) judged against the plan; not applicable only where the
+    Blueprint says the GPUs are emulated. Without a pre-flight (hand-made results), or for a Blueprint from before
+    the plan said so (no ``gpus`` argument), host-facts.json's counts are judged."""
+    if "gpus" not in check.args:
+        return _gpus(results, planned) if check.args.get("requires") == "gpu" else None
+    if emulated(check):
+        return judge_preflight(check, {})
+    path = results.root / "nccl" / "preflight.json"
+    if not os.path.lexists(path):  # hand-made results: the facts step's counts where there are some
+        return _gpus(results, planned)
+    return judge_preflight(check, read_preflight(results.json_file(path), str(path)))
+
+
 @rule("nccl.allreduce_busbw")
 def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measurement:
-    if check.args.get("requires") == "gpu" and (gpus := _gpus(results, planned)) is not None:
-        return gpus
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
         return failed
-    files = results.files("nccl", pattern="*.txt") + results.files("nccl", pattern="*.json")
+    if (gate := _gpu_gate(check, results, planned)) is not None:
+        return gate
+    files = results.files("nccl", pattern="*.txt") + [p for p in results.files("nccl", pattern="*.json")
+                                                      if p.name != "preflight.json"]  # the runner's GPU counts
     if not files:
         return missing("all_reduce_perf output", "nccl/<name>.txt or nccl/<name>.json").model_copy(
             update={"coverage": (count("ranks", 0, planned.ranks),)})
@@ -142,8 +159,10 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
     failures: list[str] = []
     incomplete: list[str] = []
     coverage: list[Coverage] = []
+    violations: list[str] = []
     for path in files:
         debug = _debug(path)
+        violations += debug_violations(debug, check, path.name)
         if debug is not None:
             notes.append(debug_note(path.name, debug, check.args.get("algorithm_expectation")))
         for run in parse_nccl_file(path).runs:
@@ -168,11 +187,23 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
             if run.avg_busbw is not None:
                 notes.append(f"{where}: footer 'Avg bus bandwidth' {run.avg_busbw:g} GB/s averages the whole "
                              f"sweep and is not the measure")
+    for path in results.files("nccl", "collectives", pattern="*.txt"):  # the plan's other collectives, one per file
+        debug = _debug(path)
+        violations += debug_violations(debug, check, f"collectives/{path.name}")
+        for run in parse_nccl_file(path).runs:
+            where = f"collectives/{path.name}" + (f" {run.name}" if run.test or run.first_line > 1 else "")
+            failures += [f"{where}: {f}" for f in run.failures()]
+            if (why := _incomplete(run, where, min_bytes, max_text)) is not None:
+                incomplete.append(why)
+            other = [r.out_of_place.busbw for r in run.large(min_bytes) if r.out_of_place is not None]
+            notes.append(f"{where}: lowest out-of-place busbw " + (f"{min(other):g} GB/s" if other else "none")
+                         + f" at sizes >= {min_bytes} B (information)")
     notes.append(f"on two nodes run with NCCL_ALGO={check.args.get('algo', 'Ring')}: tree busbw can exceed the wire")
     lines = (Reference(kind="busbw", y=check.threshold, label=f"{check.op} {check.threshold:g} {check.unit}"),) \
         if check.unit == "GB/s" else ()
     judged = Measurement(value=min((d.value or 0.0 for d in details), default=None), details=tuple(details),
                          series=tuple(series), references=lines, notes=tuple(notes), failed_runs=tuple(failures),
+                         violations=tuple(violations),
                          coverage=_worst(coverage, planned))
     if incomplete:
         return judged.model_copy(update={"setup_error": "; ".join(incomplete)})
