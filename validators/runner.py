@@ -267,7 +267,9 @@ class Runner:
         outcomes = self._play("probe", "probe.yml", hosts, {
             "accept_probes": probes, "accept_clients": clients, "accept_prometheus": prometheus,
             "accept_settle_s": self.paths_settle_s(), "accept_reset_extra_s": self.reset_settle_extra_s(),
-            "accept_prometheus_url": url, "accept_cache_query_url": cache_query or ""}, 180)
+            "accept_prometheus_url": url, "accept_cache_query_url": cache_query or "",
+            "accept_prometheus_ca": self.bp.monitoring.auth.ca_file,
+            "accept_prometheus_user": self.bp.monitoring.auth.username}, 180)
         for host in clients:
             o = outcomes[host]
             if "nvme" in probes:
@@ -337,14 +339,14 @@ class Runner:
         return planned or self.inventory.group("monitoring")
 
     def prometheus_url(self, host: str) -> str:
-        """Prometheus as its host reaches it: on the address in the plan's listen network, else loopback."""
-        port = next((j.port for j in self.bp.monitoring.scrape if j.exporter == "prometheus"), 9090)
-        address = "127.0.0.1"
-        if self.bp.monitoring.listen_cidr is not None:
-            network = ipaddress.IPv4Network(self.bp.monitoring.listen_cidr.value)
-            address = next((r.address for r in self.inventory.hosts[host].rails
-                            if ipaddress.IPv4Address(r.address) in network), address)
-        return f"http://{address}:{port}"
+        """Prometheus as its host reaches it, over TLS: on the address in the plan's listen network, else by the
+        host's name (the monitoring role resolves it to that address; both are in the host's certificate)."""
+        mon = self.bp.monitoring
+        port = next((j.port for j in mon.scrape if j.exporter == "prometheus"), 9090)
+        network = ipaddress.IPv4Network(mon.listen_cidr.value)
+        address = next((r.address for r in self.inventory.hosts[host].rails
+                        if ipaddress.IPv4Address(r.address) in network), host)
+        return f"{mon.auth.scheme}://{address}:{port}"
 
     def finish(self) -> None:
         self._write("setup-errors.json", text=json.dumps(self.setup_errors, indent=2))
