@@ -10,6 +10,7 @@ own writer, roles/monitoring/molecule/default/write_test_secrets.py.
 from __future__ import annotations
 
 import base64
+import json
 import socket
 import ssl
 import stat
@@ -96,7 +97,7 @@ def _secrets(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def _web_config(tls_dir: Path, account: dict[str, str]) -> str:
     env = Environment(loader=FileSystemLoader(ROLE / "templates"), undefined=StrictUndefined)
-    env.filters["to_json"] = lambda v: __import__("json").dumps(v)
+    env.filters["to_json"] = json.dumps
     return env.get_template("web-config.yml.j2").render(
         ansible_managed="Ansible managed", monitoring_tls_dir=str(tls_dir), monitoring_username=account["username"],
         __monitoring_account=account)
@@ -200,3 +201,70 @@ def test_prometheus_yml_with_its_password_and_ca_files_passes_promtool(example: 
     checked = subprocess.run([promtool, "check", "config", "prometheus.yml"], cwd=config.parent, capture_output=True,
                              text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> None:
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline, f"exited with {proc.returncode}"
+            time.sleep(0.2)
+
+
+def test_debian_prometheus_scrapes_itself_and_node_exporter_over_tls(tmp_path: Path) -> None:
+    """Prometheus 2.42 (Go's TLS client, as on the hosts) with the scrape block prometheus.yml renders (the lab
+    Blueprint's client_auth, its two paths moved under tmp_path) against node_exporter and itself, both serving
+    the role's web config: every target up."""
+    prometheus = require_tool("prometheus", "prometheus")
+    exporter = require_tool("prometheus-node-exporter", "prometheus-node-exporter")
+    from blueprints.render.monitoring import client_auth
+
+    _, account = _secrets(tmp_path)
+    host = tmp_path / "host"
+    ca_dir = tmp_path / "ca"
+    tls.ensure(ca_dir, "lab", {"localhost": "127.0.0.1"})
+    host.mkdir()
+    for src, dest in (("ca.crt", "ca.crt"), ("localhost.crt", "host.crt"), ("localhost.key", "host.key")):
+        (host / dest).write_bytes((ca_dir / src).read_bytes())
+    web = tmp_path / "web.yml"
+    web.write_text(_web_config(host, account))
+    (tmp_path / "password").write_text(account["password"])
+    auth = client_auth(blueprint(next(e for e in EXAMPLES if e.stem == "lab")))
+    auth["basic_auth"]["password_file"] = str(tmp_path / "password")  # edit: the host paths, under tmp_path
+    auth["tls_config"]["ca_file"] = str(host / "ca.crt")
+    node, self_port = _free_port(), _free_port()
+    config = {"global": {"scrape_interval": "1s"}, "scrape_configs": [
+        {"job_name": "node", **auth, "static_configs": [{"targets": [f"localhost:{node}"]}]},
+        {"job_name": "prometheus", **auth, "static_configs": [{"targets": [f"localhost:{self_port}"]}]}]}
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    procs = [subprocess.Popen([exporter, f"--web.listen-address=127.0.0.1:{node}", f"--web.config.file={web}",
+                               "--collector.disable-defaults", "--collector.loadavg"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+             subprocess.Popen([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
+                               f"--web.listen-address=127.0.0.1:{self_port}", f"--web.config.file={web}",
+                               f"--storage.tsdb.path={tmp_path / 'data'}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        _wait_port(node, procs[0], deadline)
+        _wait_port(self_port, procs[1], deadline)
+        url = f"https://localhost:{self_port}/api/v1/targets"
+        context = ssl.create_default_context(cafile=str(host / "ca.crt"))
+        request = urllib.request.Request(url, headers={"Authorization": "Basic " + base64.b64encode(
+            f"{account['username']}:{account['password']}".encode()).decode()})
+        while True:
+            with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+                targets = json.load(answer)["data"]["activeTargets"]
+            health = {t["scrapeUrl"]: (t["health"], t["lastError"]) for t in targets}
+            if (len(health) == 2 and all(h == "up" for h, _ in health.values())) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert health == {f"https://localhost:{node}/metrics": ("up", ""),
+                          f"https://localhost:{self_port}/metrics": ("up", "")}
+        assert _get(f"https://localhost:{self_port}/api/v1/query?query=up", host / "ca.crt", None) == 401
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=20)
