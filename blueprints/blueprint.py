@@ -422,6 +422,18 @@ class TargetPanel(_Frozen):
     good_below: bool = Field(description="True when values below the threshold are good")
 
 
+class MonitoringAuth(_Frozen):
+    """How every monitoring listener is reached: HTTPS with the cluster CA, basic auth with the secrets store's
+    ``monitoring`` account. Paths are on the hosts; the password and its hash never enter the Blueprint."""
+
+    scheme: Literal["https"] = "https"
+    username: str = Field(description="Basic-auth user; the secrets store's monitoring.username must be the same")
+    web_config_file: str = Field(description="Exporter-toolkit web config every listener reads (--web.config.file)")
+    tls_dir: str = Field(description="Folder of the cluster CA (ca.crt) and the host's certificate and key")
+    ca_file: str = Field(description="The cluster CA certificate scrapers verify every listener against")
+    password_file: str = Field(description="Monitoring hosts: the password Prometheus scrapes with (0600, prometheus)")
+
+
 class MonitoringPlan(_Frozen):
     scrape_interval: Duration
     scrape: tuple[ScrapeJob, ...]
@@ -439,10 +451,10 @@ class MonitoringPlan(_Frozen):
     latency_buckets: tuple[float, ...] = Field(
         default=(), description="Upper bounds (s) of the storage read latency histogram; the p99 target is one"
     )
-    listen_cidr: Traced[str] | None = Field(
-        default=None,
-        description="Network the exporters and Prometheus listen on; None: each host's default-route address",
+    listen_cidr: Traced[str] = Field(
+        description="Network the exporters, Prometheus and Alertmanager listen on (each host's address in it)",
     )
+    auth: MonitoringAuth = Field(description="TLS and basic auth of every listener and of every scrape")
     queries: tuple[Query, ...] = Field(default=(), description="Every query the rules, dashboards and acceptance read")
     targets: tuple[TargetPanel, ...] = Field(default=(), description="Rows of the spec targets dashboard")
 
@@ -527,6 +539,9 @@ class TargetPlan(_Frozen):
     machines: Literal["static", "maas", "equinix"] | None = Field(
         default=None, description="Bare metal: static racks (inventory only), or provisioned by maas or equinix")
     description: str = Field(default="", description="The design's description, for the Pulumi project")
+    management_network: Traced[str] | None = Field(
+        default=None, description="The hosts' management network: the spec's, or on the clouds the network the "
+                                  "stack creates for them; None on the lab (its VMs share no management segment)")
 
 
 class Blueprint(_Frozen):

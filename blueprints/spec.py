@@ -8,6 +8,7 @@ guard, as ``model_validator``s with user-facing messages. Loading and error repo
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -105,10 +106,50 @@ class Performance(_Strict):
     serving: ServingTargets | None = Field(default=None, description="Only for business.type inference or mixed")
 
 
+def check_management_network(value: str | None, provider: str, shortest: int, longest: int, why: str) -> None:
+    """The management network monitoring listens on and the stacks open its ports to: one private IPv4 network,
+    written as its network address, between /``shortest`` and /``longest``. Raises RuleError naming the field."""
+    if value is None:
+        return
+    field = "management_network"
+    try:
+        net = ipaddress.IPv4Network(value, strict=False)
+    except ValueError:
+        raise RuleError(field, f"management_network {value!r} is not an IPv4 network; expected one such as "
+                               "10.0.0.0/16") from None
+    if "/" not in value:
+        raise RuleError(field, f"management_network {value!r} has no prefix length; expected a network such as "
+                               f"{net.network_address}/16")
+    if str(net) != value.strip():
+        raise RuleError(field, f"management_network {value!r} has host bits set; expected its network address "
+                               f"{net}")
+    if not (net.is_private and not net.is_loopback and not net.is_link_local and not net.is_multicast):
+        raise RuleError(field, f"management_network {value} is not a private network; expected an RFC 1918 "
+                               "range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16): the monitoring ports are opened "
+                               "to it")
+    if not shortest <= net.prefixlen <= longest:
+        raise RuleError(field, f"management_network {value}: /{net.prefixlen} on {provider}; expected /{shortest} "
+                               f"to /{longest} ({why})")
+
+
+MANAGEMENT_NETWORK = ("Management network (IPv4 CIDR, e.g. 10.0.0.0/16): monitoring listens on each host's "
+                      "address in it and the stack opens the monitoring ports to it only")
+CLOUD_NETWORK = ("Management network (IPv4 CIDR): the network the stack creates for the hosts; monitoring listens "
+                 "in it and the monitoring ports are opened to it only. Default: the stack's own, see `plan`")
+
+
 class AwsTarget(_Strict):
     provider: Literal["aws"] = Field(description="Amazon Web Services")
     region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1")
     availability_zone: str | None = Field(default=None, description="Zone for the placement group, e.g. us-east-1a")
+    management_network: str | None = Field(default=None, description=CLOUD_NETWORK)
+
+    @model_validator(mode="after")
+    def _network(self) -> AwsTarget:
+        check_management_network(self.management_network, "aws", 16, 20,
+                                 "an AWS VPC is /16 to /28, and the stack carves compute, FSx (/22) and public "
+                                 "(/24) subnets from it")
+        return self
 
 
 class GcpTarget(_Strict):
@@ -116,11 +157,25 @@ class GcpTarget(_Strict):
     region: str = Field(pattern=r"^[a-z]+-[a-z]+\d$", description="GCP region, e.g. us-central1")
     zone: str | None = Field(default=None, description="GCP zone, e.g. us-central1-a")
     project: str | None = Field(default=None, description="GCP project id; Pulumi config may set it instead")
+    management_network: str | None = Field(default=None, description=CLOUD_NETWORK)
+
+    @model_validator(mode="after")
+    def _network(self) -> GcpTarget:
+        check_management_network(self.management_network, "gcp", 8, 20,
+                                 "the stack carves the hosts' two gVNIC subnets from it")
+        return self
 
 
 class AzureTarget(_Strict):
     provider: Literal["azure"] = Field(description="Microsoft Azure")
     region: str = Field(pattern=r"^[a-z0-9]+$", description="Azure region, e.g. eastus")
+    management_network: str | None = Field(default=None, description=CLOUD_NETWORK)
+
+    @model_validator(mode="after")
+    def _network(self) -> AzureTarget:
+        check_management_network(self.management_network, "azure", 8, 20,
+                                 "the stack carves the compute and the Managed Lustre subnets from it")
+        return self
 
 
 class BaremetalTarget(_Strict):
@@ -129,6 +184,17 @@ class BaremetalTarget(_Strict):
     machines: Literal["static", "maas", "equinix"] = Field(
         default="static", description="static: racks that exist (inventory only); maas or equinix provision"
     )
+    management_network: str | None = Field(default=None, description=MANAGEMENT_NETWORK + " (required)")
+
+    @model_validator(mode="after")
+    def _network(self) -> BaremetalTarget:
+        if self.management_network is None:
+            raise RuleError("management_network",
+                            "management_network is missing; expected the network your hosts' management "
+                            "interfaces are on (e.g. 10.0.0.0/16): monitoring listens there, with basic auth and "
+                            "TLS, never on whatever the default route points at")
+        check_management_network(self.management_network, "baremetal", 8, 30, "one network of hosts")
+        return self
 
 
 class LabTarget(_Strict):

@@ -23,7 +23,6 @@ from stacks.model import CloudClusterArgs, ClusterArgs, StackError
 # design defaults (not performance figures): the GPU image to look up
 GPU_AMI_NAME = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *"
 DEFAULT_USER = "ubuntu"
-VPC_CIDR = "10.0.0.0/16"
 ROOT_VOLUME_GIB = 200
 
 
@@ -71,8 +70,9 @@ class AwsCluster(pulumi.ComponentResource):
             return {**tags, "Name": f"{args.design}-{extra}"}
 
         gpus, mons = args.of_role("gpu_client"), args.of_role("monitoring")
-        compute_cidr, fsx_cidr, public_cidr = carve(VPC_CIDR, [prefix_for(len(args.machines)), 22, 24])
-        self.vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=VPC_CIDR, enable_dns_hostnames=True, enable_dns_support=True,
+        compute_cidr, fsx_cidr, public_cidr = carve(args.network, [prefix_for(len(args.machines)), 22, 24])
+        self.vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=args.network, enable_dns_hostnames=True,
+                               enable_dns_support=True,
                                tags=tagged("vpc"), opts=child)
         self.compute_subnet = aws.ec2.Subnet(f"{name}-compute", vpc_id=self.vpc.id, cidr_block=compute_cidr,
                                              availability_zone=args.availability_zone, tags=tagged("compute"),
@@ -86,6 +86,10 @@ class AwsCluster(pulumi.ComponentResource):
 
         ingress = [aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True,
                                                     description="EFA and Lustre: all traffic between members")]
+        ingress += [aws.ec2.SecurityGroupIngressArgs(protocol="tcp", from_port=port, to_port=port,
+                                                     cidr_blocks=[args.network],
+                                                     description="monitoring (TLS, basic auth): management network")
+                    for port in args.monitoring_ports]
         if args.admin_cidr:
             ingress.append(aws.ec2.SecurityGroupIngressArgs(protocol="tcp", from_port=22, to_port=22,
                                                             cidr_blocks=[args.admin_cidr], description="SSH"))

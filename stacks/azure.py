@@ -57,7 +57,7 @@ class AzureCluster(pulumi.ComponentResource):
         tags = args.labels.tags()
         loc = args.location
         gpus, mons = args.of_role("gpu_client"), args.of_role("monitoring")
-        compute_cidr, lustre_cidr = carve("10.0.0.0/16", [prefix_for(len(args.machines)), AMLFS_SUBNET_PREFIX])
+        compute_cidr, lustre_cidr = carve(args.network, [prefix_for(len(args.machines)), AMLFS_SUBNET_PREFIX])
 
         self.group = resources.ResourceGroup(f"{name}-rg", location=loc, tags=tags, opts=child)
         rg = self.group.name
@@ -65,10 +65,22 @@ class AzureCluster(pulumi.ComponentResource):
                                           protocol="Tcp", source_address_prefix=args.admin_cidr,
                                           source_port_range="*", destination_address_prefix="*",
                                           destination_port_range="22")] if args.admin_cidr else []
+        # Azure's default AllowVnetInBound admits peered and VPN-connected networks too: the monitoring ports are
+        # allowed from the management network and denied from everywhere else.
+        ports = [str(p) for p in args.monitoring_ports]
+        if ports:
+            rules += [
+                network.SecurityRuleArgs(name="monitoring", priority=110, direction="Inbound", access="Allow",
+                                         protocol="Tcp", source_address_prefix=args.network, source_port_range="*",
+                                         destination_address_prefix="*", destination_port_ranges=ports),
+                network.SecurityRuleArgs(name="monitoring-elsewhere", priority=120, direction="Inbound",
+                                         access="Deny", protocol="Tcp", source_address_prefix="*",
+                                         source_port_range="*", destination_address_prefix="*",
+                                         destination_port_ranges=ports)]
         self.nsg = network.NetworkSecurityGroup(f"{name}-nsg", resource_group_name=rg, location=loc,
                                                 security_rules=rules, tags=tags, opts=child)
         self.vnet = network.VirtualNetwork(f"{name}-vnet", resource_group_name=rg, location=loc,
-                                           address_space=network.AddressSpaceArgs(address_prefixes=["10.0.0.0/16"]),
+                                           address_space=network.AddressSpaceArgs(address_prefixes=[args.network]),
                                            tags=tags, opts=pulumi.ResourceOptions(parent=self,
                                                                                   ignore_changes=["subnets"]))
         self.compute_subnet = network.Subnet(

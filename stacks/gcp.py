@@ -79,7 +79,9 @@ class GcpCluster(pulumi.ComponentResource):
         gpus, mons = args.of_role("gpu_client"), args.of_role("monitoring")
         host_prefix = prefix_for(len(args.machines))
         rail_prefix = prefix_for(len(gpus))
-        host_cidrs = carve("10.0.0.0/8", [host_prefix] * HOST_NICS)
+        # both gVNIC subnets inside the management network; the monitoring ports are reachable from it alone
+        # (each host network's one ingress rule admits its own subnet)
+        host_cidrs = carve(args.network, [host_prefix] * HOST_NICS)
         rail_cidrs = carve("10.128.0.0/9", [rail_prefix] * args.rails)
 
         self.host_networks: list[gcp.compute.Network] = []

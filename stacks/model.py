@@ -68,6 +68,9 @@ class ClusterArgs(_Frozen):
     rails: int = Field(description="Compute-fabric NICs (rails) per GPU node")
     storage_nics: int = Field(description="Storage-fabric NICs per node")
     mtu: int = Field(description="MTU of the cluster's networks (fabric.mtu)")
+    network: str | None = Field(default=None, description="The hosts' management network (target.management_network)")
+    monitoring_ports: tuple[int, ...] = Field(
+        default=(), description="Ports of the monitoring listeners, opened to the management network only")
 
     @staticmethod
     def common(bp: Blueprint) -> dict[str, object]:
@@ -79,6 +82,8 @@ class ClusterArgs(_Frozen):
             "rails": bp.compute.rails.value,
             "storage_nics": bp.compute.storage_nics,
             "mtu": bp.fabric.mtu.value,
+            "network": bp.target.management_network.value if bp.target.management_network else None,
+            "monitoring_ports": tuple(sorted({j.port for j in bp.monitoring.scrape})),
         }
 
     def of_role(self, role: HostRole) -> list[Machine]:
@@ -94,6 +99,7 @@ class CloudClusterArgs(ClusterArgs):
     """What the three clouds add: the planned managed file system and how to reach the machines."""
 
     file_system: ManagedFsPlan | None
+    network: str = Field(description="The network the stack creates for the hosts (target.management_network)")
     ssh_public_key: str | None = None
     ssh_user: str
     admin_cidr: str | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blueprints.blueprint import Blueprint, TargetPlan
+from blueprints.blueprint import Blueprint, TargetPlan, Traced
 from blueprints.catalog import Catalog, load_catalog
 from blueprints.planner.acceptance import plan_acceptance
 from blueprints.planner.compute import plan_compute
@@ -20,6 +20,7 @@ from blueprints.planner.hosts import host_groups
 from blueprints.planner.lab import plan_lab
 from blueprints.planner.monitoring import plan_monitoring
 from blueprints.planner.nccl import plan_nccl
+from blueprints.planner.network import plan_management_network
 from blueprints.planner.qos import plan_qos
 from blueprints.planner.storage import plan_storage
 from blueprints.planner.storage_fabric import plan_storage_fabric
@@ -28,9 +29,9 @@ from blueprints.spec import AwsTarget, BaremetalTarget, GcpTarget, LabTarget, Re
 __all__ = ["plan"]
 
 
-def plan_target(req: Requirements) -> TargetPlan:
+def plan_target(req: Requirements, network: Traced[str] | None) -> TargetPlan:
     t = req.target
-    common = {"provider": t.provider, "description": req.metadata.description}
+    common = {"provider": t.provider, "description": req.metadata.description, "management_network": network}
     if isinstance(t, AwsTarget):
         return TargetPlan(**common, region=t.region, zone=t.availability_zone)
     if isinstance(t, GcpTarget):
@@ -81,7 +82,8 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
     qos = plan_qos(ctx, fabric)
     nccl = plan_nccl(ctx, compute, fabric, qos)
     storage = plan_storage(ctx, compute)
-    monitoring = plan_monitoring(ctx, compute, storage)
+    network = plan_management_network(req)
+    monitoring = plan_monitoring(ctx, compute, storage, network)
     acceptance = plan_acceptance(ctx, compute, fabric, qos, nccl, storage)
     lab = plan_lab(req.target, fabric) if isinstance(req.target, LabTarget) else None
     notes: list[str] = []
@@ -93,7 +95,7 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
                      "load")
     notes.extend(nccl.notes)
     bp = Blueprint(
-        name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, target=plan_target(req),
+        name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, target=plan_target(req, network),
         hosts=host_groups(ctx, compute, storage), compute=compute, fabric=fabric,
         storage_fabric=plan_storage_fabric(ctx, compute, storage), qos=qos, nccl=nccl,
         storage=storage, monitoring=monitoring, acceptance=acceptance, lab=lab, notes=tuple(notes),

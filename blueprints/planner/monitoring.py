@@ -12,6 +12,7 @@ from __future__ import annotations
 from blueprints.blueprint import (
     AlertRule,
     ComputePlan,
+    MonitoringAuth,
     MonitoringPlan,
     Provenance,
     Query,
@@ -20,6 +21,7 @@ from blueprints.blueprint import (
     ScrapeJob,
     StoragePlan,
     TargetPanel,
+    Traced,
     traced,
 )
 from blueprints.planner.context import PlanContext
@@ -73,6 +75,13 @@ XID = "gpu.xid_last"
 NVLINK_ERRORS = "gpu.nvlink_errors"
 _CLIENT_DISKS = 'role="gpu_client", device!~"dm-.*"'
 EXPORTER = "clustersmith-exporter"
+# Where the monitoring role puts the web config, the TLS files and the scrape password on each host (prometheus
+# reads them all: Debian runs Prometheus, Alertmanager and node_exporter as the prometheus user).
+AUTH = MonitoringAuth(
+    username="clustersmith", web_config_file="/etc/prometheus/clustersmith-web.yml",
+    tls_dir="/etc/prometheus/clustersmith-tls", ca_file="/etc/prometheus/clustersmith-tls/ca.crt",
+    password_file="/etc/prometheus/clustersmith-scrape.password",
+)
 
 
 def _gpu_queries() -> list[Query]:
@@ -285,7 +294,9 @@ def _fabric_rules(compute: ComputePlan, storage: StoragePlan, queries: dict[str,
     return recording, alerts
 
 
-def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> MonitoringPlan:
+def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan,
+                    network: Traced[str] | None) -> MonitoringPlan:
+    """``network``: the management network (planner.network); the lab, which has none, listens on its last rail."""
     perf = ctx.req.performance
     scrape = [
         ScrapeJob(name="node", role="gpu_client", port=NODE_EXPORTER, exporter="node_exporter"),
@@ -316,7 +327,7 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
 
     lat = perf.storage.latency_p99.value
     buckets = tuple(sorted({float(f"{b:.12g}") for b in (*LATENCY_BOUNDS, lat)}))  # 100us is 1.0000000000000002e-4
-    listen = None
+    listen = network
     collect = COLLECT
     if isinstance(ctx.req.target, LabTarget):
         collect = LAB_COLLECT
@@ -324,10 +335,12 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
         listen = traced(rail_subnet(last), ["target.rails"], "monitoring.lab_listen_on_last_rail",
                         f"the lab's VMs share no management segment; rail{last} carries monitoring, so cutting "
                         f"rail0 leaves scraping up")
+    if listen is None:
+        raise AssertionError(f"no management network planned for target {ctx.provider}: the spec requires one")
     return MonitoringPlan(
         scrape_interval=Duration.parse("15s"), scrape=tuple(scrape), alerts=tuple(alerts),
         baseline_window=Duration.parse(BASELINE), recording=tuple(recording),
         evaluation_interval=Duration.parse("15s"), baseline_interval=Duration.parse("2m"),
-        collect_interval=Duration.parse(collect), latency_buckets=buckets, listen_cidr=listen,
+        collect_interval=Duration.parse(collect), latency_buckets=buckets, listen_cidr=listen, auth=AUTH,
         queries=tuple(queries), targets=tuple(_targets(ctx, alerts)),
     )

@@ -36,6 +36,14 @@ def number(x: float) -> str:
     return f"{x:.12g}"
 
 
+def client_auth(bp: Blueprint) -> dict[str, Any]:
+    """What Prometheus sends to every listener: HTTPS checked against the cluster CA, basic auth from the password
+    file the monitoring role writes on the monitoring host (the password itself never enters the build)."""
+    auth = bp.monitoring.auth
+    return {"scheme": auth.scheme, "basic_auth": {"username": auth.username, "password_file": auth.password_file},
+            "tls_config": {"ca_file": auth.ca_file, "insecure_skip_verify": False}}
+
+
 def prometheus_config(bp: Blueprint) -> dict[str, Any]:
     mon = bp.monitoring
     roles = bp.hosts_by_role()
@@ -58,8 +66,9 @@ def prometheus_config(bp: Blueprint) -> dict[str, Any]:
             "external_labels": {"cluster": bp.name},
         },
         "rule_files": ["rules/*.yml"],
-        "alerting": {"alertmanagers": [{"static_configs": [{"targets": alertmanagers}]}]},
-        "scrape_configs": [{"job_name": name, "static_configs": targets} for name, targets in jobs.items()],
+        "alerting": {"alertmanagers": [{**client_auth(bp), "static_configs": [{"targets": alertmanagers}]}]},
+        "scrape_configs": [{"job_name": name, **client_auth(bp), "static_configs": targets}
+                           for name, targets in jobs.items()],
     }
 
 

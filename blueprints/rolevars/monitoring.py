@@ -17,9 +17,22 @@ class MonitoringVars(RoleVars):
     ROLE = "monitoring"
 
     monitoring_listen_cidr: str = Field(
-        default="",
-        description="Management network (CIDR) every listener binds to; empty: the host's default-route address",
-    )
+        description="Management network (CIDR) every listener binds to (the host's address in it)")
+    monitoring_username: str = Field(
+        description="Basic-auth user of every listener; the secrets file's monitoring.username must match")
+    monitoring_web_config_file: str = Field(description="Web config (exporter toolkit) every listener reads")
+    monitoring_tls_dir: str = Field(
+        description="Host folder of ca.crt, host.crt and host.key (key 0640 root:prometheus)")
+    monitoring_ca_file: str = Field(description="Cluster CA certificate scrapes are verified against")
+    monitoring_password_file: str = Field(
+        description="Monitoring hosts: the scrape password file prometheus.yml names (0600, owned by prometheus)")
+    monitoring_secrets_file: str = Field(
+        default="{{ clustersmith_secrets_file }}",
+        description="Controller path of the cluster's secrets file (its monitoring: account); read with no_log")
+    monitoring_ca_dir: str = Field(
+        default="{{ monitoring_secrets_file | regex_replace('\\.ya?ml$', '') }}.monitoring-tls",
+        description="Controller folder of the cluster CA and the host certificates, beside the secrets file "
+                    "(0700, keys 0600); created once, kept across runs")
     monitoring_node_exporter_port: int = Field(ge=1, le=65535, description="node_exporter port (every host)")
     monitoring_prometheus_port: int = Field(ge=1, le=65535, description="Prometheus port (monitoring hosts)")
     monitoring_alertmanager_port: int = Field(ge=1, le=65535, description="Alertmanager port (monitoring hosts)")
@@ -59,7 +72,12 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
     dcgm = {"monitoring_dcgm_exporter_port": ports["dcgm-exporter"]} if "dcgm-exporter" in ports else {}
     return {
         "all": MonitoringVars(**dcgm,
-            monitoring_listen_cidr=mon.listen_cidr.value if mon.listen_cidr else "",
+            monitoring_listen_cidr=mon.listen_cidr.value,
+            monitoring_username=mon.auth.username,
+            monitoring_web_config_file=mon.auth.web_config_file,
+            monitoring_tls_dir=mon.auth.tls_dir,
+            monitoring_ca_file=mon.auth.ca_file,
+            monitoring_password_file=mon.auth.password_file,
             monitoring_node_exporter_port=ports["node_exporter"],
             monitoring_prometheus_port=ports["prometheus"],
             monitoring_alertmanager_port=ports["alertmanager"],

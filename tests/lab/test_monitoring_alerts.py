@@ -9,6 +9,7 @@ refresh interval and Prometheus' scrape and evaluation intervals.
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import shlex
@@ -29,16 +30,27 @@ REPO = Path(__file__).resolve().parents[2]
 ALERT = "NvmeofPathDown"
 
 
+def _authorization(lab: Lab, bp: Blueprint) -> str:
+    """The Basic header of the monitoring account: the secrets file the build's group_vars/all.yml names."""
+    all_vars = yaml.safe_load((lab.workdir / "ansible" / "group_vars" / "all.yml").read_text())
+    secrets = yaml.safe_load(Path(all_vars["clustersmith_secrets_file"]).read_text())
+    user = bp.monitoring.auth.username
+    return "Basic " + base64.b64encode(f"{user}:{secrets['monitoring']['password']}".encode()).decode()
+
+
 def prometheus(lab: Lab, bp: Blueprint, path: str) -> Any:
-    """GET the Prometheus API on the monitoring host, from the host itself (its port is not forwarded)."""
+    """GET the Prometheus API on the monitoring host, from the host itself (its port is not forwarded), over
+    HTTPS verified against the cluster CA, with the monitoring account."""
     server = next(g for g in bp.hosts if g.role == "monitoring")
     host = f"{server.name_prefix}1"
-    assert bp.monitoring.listen_cidr is not None, "the lab Blueprint names the network monitoring listens on"
     network = ipaddress.IPv4Network(bp.monitoring.listen_cidr.value)
     nic = next(n for n in lab.saved_state().host(host).rails if ipaddress.IPv4Address(n.address) in network)
     port = next(j.port for j in bp.monitoring.scrape if j.exporter == "prometheus")
-    url = f"http://{nic.address}:{port}{path}"
-    code = f"import urllib.request, sys; sys.stdout.write(urllib.request.urlopen({url!r}, timeout=10).read().decode())"
+    url = f"{bp.monitoring.auth.scheme}://{nic.address}:{port}{path}"
+    code = ("import ssl, sys, urllib.request as u; "
+            f"r = u.Request({url!r}, headers={{'Authorization': {_authorization(lab, bp)!r}}}); "
+            f"c = ssl.create_default_context(cafile={bp.monitoring.auth.ca_file!r}); "
+            "sys.stdout.write(u.urlopen(r, context=c, timeout=10).read().decode())")
     done = lab.ssh(host, f"python3 -c {shlex.quote(code)}", timeout=60)
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)

@@ -132,3 +132,38 @@ def test_the_generated_program_refuses_an_open_admin_cidr(built_examples: Path) 
         run_program(built_examples / "llm-training-16k" / "pulumi",
                     {"clustersmith:sshPublicKey": SSH_KEY, "clustersmith:adminCidr": "0.0.0.0/0"})
     assert "allowAdminFromAnywhere" in str(info.value)
+
+
+MONITORING_PORTS = {9090, 9093, 9100, 9400}
+
+
+def _monitoring_ingress(sg_inputs: dict[str, object]) -> list[dict[str, object]]:
+    rules = sg_inputs["ingress"]
+    assert isinstance(rules, list)
+    return [r for r in rules if not r.get("self") and r["protocol"] == "tcp"
+            and any(r["fromPort"] <= p <= r["toPort"] for p in MONITORING_PORTS)]
+
+
+def test_monitoring_ports_are_open_to_the_management_network_only(built: Constructed, llm16k: Blueprint) -> None:
+    assert llm16k.target.management_network is not None
+    network = llm16k.target.management_network.value
+    (vpc,) = built.mocks.of_type("aws:ec2/vpc:Vpc")
+    assert plain(vpc.inputs)["cidrBlock"] == network == llm16k.monitoring.listen_cidr.value
+    (sg,) = built.mocks.of_type("aws:ec2/securityGroup:SecurityGroup")
+    rules = _monitoring_ingress(plain(sg.inputs))
+    assert {r["fromPort"] for r in rules} == {j.port for j in llm16k.monitoring.scrape} == MONITORING_PORTS
+    assert all(r["cidrBlocks"] == [network] and r["fromPort"] == r["toPort"] for r in rules)
+
+
+def test_the_spec_management_network_is_the_vpc() -> None:
+    doc = example("llm-training-16k.yaml", compute__gpus=64, target__management_network="10.40.0.0/16",
+                  performance__storage__read_throughput=">=50GB/s", performance__storage__write_throughput=">=10GB/s",
+                  data__training_set="50TB", data__validation_set="1TB", data__checkpoint_size="1TB")
+    bp = blueprint_of(doc)
+    built = construct(bp)
+    (vpc,) = built.mocks.of_type("aws:ec2/vpc:Vpc")
+    assert plain(vpc.inputs)["cidrBlock"] == "10.40.0.0/16"
+    subnets = [plain(s.inputs)["cidrBlock"] for s in built.mocks.of_type("aws:ec2/subnet:Subnet")]
+    assert subnets and all(s.startswith("10.40.") for s in subnets)
+    (sg,) = built.mocks.of_type("aws:ec2/securityGroup:SecurityGroup")
+    assert {tuple(r["cidrBlocks"]) for r in _monitoring_ingress(plain(sg.inputs))} == {("10.40.0.0/16",)}

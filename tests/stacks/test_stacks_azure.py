@@ -67,3 +67,20 @@ def test_tags_and_secrets(built: Constructed) -> None:
 def test_ssh_key_is_required(nd: Blueprint) -> None:
     with pytest.raises(StackError, match="Azure Linux VMs need an SSH key"):
         construct(nd, StackConfig())
+
+
+def test_monitoring_ports_are_allowed_from_the_management_network_and_denied_elsewhere(
+        built: Constructed, nd: Blueprint) -> None:
+    assert nd.target.management_network is not None
+    network = nd.target.management_network.value
+    (vnet,) = built.mocks.of_type("azure-native:network:VirtualNetwork")
+    assert plain(vnet.inputs)["addressSpace"]["addressPrefixes"] == [network]
+    (nsg,) = built.mocks.of_type("azure-native:network:NetworkSecurityGroup")
+    rules = {r["name"]: r for r in plain(nsg.inputs)["securityRules"]}
+    ports = sorted(str(j.port) for j in {j.port: j for j in nd.monitoring.scrape}.values())
+    allow, deny = rules["monitoring"], rules["monitoring-elsewhere"]
+    assert (allow["access"], allow["sourceAddressPrefix"], sorted(allow["destinationPortRanges"])) == (
+        "Allow", network, ports)
+    assert (deny["access"], deny["sourceAddressPrefix"], sorted(deny["destinationPortRanges"])) == ("Deny", "*", ports)
+    assert allow["priority"] < deny["priority"], "the allow must be evaluated first"
+    assert {r["name"] for r in rules.values() if r["access"] == "Allow"} <= {"ssh", "monitoring"}

@@ -22,7 +22,7 @@ PROVIDERS = {
     "aws": {"provider": "aws", "region": "us-east-1", "availability_zone": "us-east-1a"},
     "gcp": {"provider": "gcp", "region": "us-central1", "zone": "us-central1-a", "project": "clustersmith-test"},
     "azure": {"provider": "azure", "region": "eastus"},
-    "baremetal": {"provider": "baremetal", "fabric": "roce", "machines": "static"},
+    "baremetal": {"provider": "baremetal", "fabric": "roce", "machines": "static", "management_network": "10.0.0.0/16"},
 }
 GCP_RDMA = "expected compute.accelerator one of the GPUs gcp's RDMA machine types in the catalog carry: B200 " \
            "(a4-highgpu-8g), H200 (a3-ultragpu-8g), or another target.provider"

@@ -97,3 +97,23 @@ def test_the_stack_still_refuses_a_tcpxo_blueprint_written_by_hand(recsys: Bluep
     with pytest.raises(StackError, match="GPUDirect-TCPXO"):
         construct(recsys.model_copy(update={"compute": compute}),
                   StackConfig(ssh_public_key=SSH_KEY, project="clustersmith-test"))
+
+
+def test_host_subnets_lie_in_the_management_network_and_only_it_reaches_them(built: Constructed,
+                                                                               recsys: Blueprint) -> None:
+    import ipaddress
+
+    assert recsys.target.management_network is not None
+    network = ipaddress.IPv4Network(recsys.target.management_network.value)
+    assert recsys.monitoring.listen_cidr.value == str(network)
+    hosts = [plain(s.inputs)["ipCidrRange"] for s in built.mocks.of_type("gcp:compute/subnetwork:Subnetwork")
+             if "-net" in s.name]
+    assert len(hosts) == 2 and all(ipaddress.IPv4Network(c).subnet_of(network) for c in hosts)
+    rails = [plain(s.inputs)["ipCidrRange"] for s in built.mocks.of_type("gcp:compute/subnetwork:Subnetwork")
+             if "-rail" in s.name]
+    assert rails and not any(ipaddress.IPv4Network(c).overlaps(network) for c in rails)
+    for fw in built.mocks.of_type("gcp:compute/firewall:Firewall"):
+        inputs = plain(fw.inputs)
+        opens_all = any(a["protocol"] == "all" or set(a.get("ports", [])) - {"22"} for a in inputs["allows"])
+        if opens_all:  # anything beyond SSH is admitted from inside the management network only
+            assert all(ipaddress.IPv4Network(r).subnet_of(network) for r in inputs["sourceRanges"]), fw.name

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from blueprints.loader import load_requirements
-from blueprints.render.monitoring import prom_duration, render, spec_refs
+from blueprints.render.monitoring import prom_duration, prometheus_config, render, spec_refs
 from blueprints.render.monitoring_dashboards import dashboards
 from tests.promtool.support import EXAMPLES, blueprint
 
@@ -127,15 +127,30 @@ def test_dashboards_are_built_with_the_sdk_and_show_each_spec_target(example: Pa
                    for p in dash["panels"] for t in p.get("targets", []))
 
 
-def test_lab_listens_on_the_last_rail_and_clouds_on_the_default_route() -> None:
+def test_lab_listens_on_the_last_rail_and_the_others_on_the_management_network() -> None:
     for example in EXAMPLES:
         bp = blueprint(example)
         if bp.lab is not None:
-            assert bp.monitoring.listen_cidr is not None
             assert bp.monitoring.listen_cidr.value == bp.lab.rails[-1].subnet
             assert bp.monitoring.listen_cidr.derived_from.spec == ("target.rails",)
+            assert bp.target.management_network is None
         else:
-            assert bp.monitoring.listen_cidr is None
+            assert bp.target.management_network is not None
+            assert bp.monitoring.listen_cidr == bp.target.management_network
+
+
+def test_every_scrape_and_alertmanager_is_tls_with_basic_auth() -> None:
+    for example in EXAMPLES:
+        bp = blueprint(example)
+        config = prometheus_config(bp)
+        auth = bp.monitoring.auth
+        expected = {"scheme": "https",
+                    "basic_auth": {"username": auth.username, "password_file": auth.password_file},
+                    "tls_config": {"ca_file": auth.ca_file, "insecure_skip_verify": False}}
+        blocks = [*config["scrape_configs"], *config["alerting"]["alertmanagers"]]
+        assert blocks
+        for block in blocks:
+            assert {k: block[k] for k in expected} == expected, block.get("job_name", "alertmanager")
 
 
 def test_build_writes_the_monitoring_folder(tmp_path: Path) -> None:

@@ -63,8 +63,7 @@ def test_role_vars_follow_the_blueprint(example: Path) -> None:
     monitoring_groups = [g for g in bp.hosts if g.role == "monitoring"]
     assert got.monitoring_servers == [f"{g.name_prefix}{i}" for g in monitoring_groups for i in range(1, g.count + 1)]
     assert set(got.monitoring_servers) <= set(got.monitoring_scrape_hosts)
-    if bp.lab is not None:
-        assert mon.listen_cidr is not None
-        assert got.monitoring_listen_cidr == bp.lab.rails[-1].subnet
-    else:
-        assert got.monitoring_listen_cidr == ""
+    assert got.monitoring_listen_cidr == mon.listen_cidr.value
+    assert (got.monitoring_username, got.monitoring_ca_file, got.monitoring_password_file) == (
+        mon.auth.username, mon.auth.ca_file, mon.auth.password_file)
+    assert got.monitoring_web_config_file == mon.auth.web_config_file

@@ -102,8 +102,8 @@ def test_one_qos_plan_feeds_every_layer() -> None:
 @pytest.mark.parametrize(
     ("provider_block", "kind", "managed"),
     [
-        ({"provider": "baremetal", "fabric": "roce"}, "roce", False),
-        ({"provider": "baremetal", "fabric": "infiniband"}, "infiniband", False),
+        ({"provider": "baremetal", "fabric": "roce", "management_network": "10.0.0.0/16"}, "roce", False),
+        ({"provider": "baremetal", "fabric": "infiniband", "management_network": "10.0.0.0/16"}, "infiniband", False),
         ({"provider": "aws", "region": "us-east-1"}, "efa", True),
         ({"provider": "azure", "region": "eastus"}, "infiniband", True),
         ({"provider": "gcp", "region": "us-central1"}, "roce", True),
@@ -172,7 +172,8 @@ def test_iopolicy_by_workload(business: str, policy: str) -> None:
          ["latency_p99 <50us cannot be met", "nvme-tlc-15tb", "75us", "77us"]),
         ({"compute__gpus": 8, "performance__storage__read_throughput": ">=500GB/s"},
          "performance.storage.read_throughput", ["read_throughput >=500GB/s cannot be met", "1 GPU nodes x 40GB/s"]),
-        ({"compute__gpus": 800_000, "target": {"provider": "baremetal", "fabric": "infiniband"}}, "compute.gpus",
+        ({"compute__gpus": 800_000, "target": {"provider": "baremetal", "fabric": "infiniband",
+                                               "management_network": "10.0.0.0/16"}}, "compute.gpus",
          ["gpus 800000 need 800000 fabric endpoints (100000 nodes x 8 rails)", "QM9700", "65536"]),
         ({"compute__instance_type": "p5.48xlarge"}, "compute.instance_type",
          ["'p5.48xlarge' is not a H100-SXM server in the catalog"]),

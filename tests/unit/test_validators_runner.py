@@ -241,12 +241,15 @@ def test_the_cache_probe_asks_the_plans_hit_ratio_over_the_fio_window_at_its_end
     probe.run(runner, ["cache", "targets"], {"cache": ["cache.hit_ratio"], "targets": ["monitoring.targets_up"]})
     url = urlsplit(str(runner.extravars[0]["accept_cache_query_url"]))
     asked = parse_qs(url.query)
-    assert f"{url.scheme}://{url.netloc}" == "http://10.77.1.1:9090"  # the lab's Prometheus on rail 1
+    assert f"{url.scheme}://{url.netloc}" == "https://10.77.1.1:9090"  # the lab's Prometheus on rail 1, TLS
     assert asked["time"] == ["1796031130.400"]
     assert asked["query"] == [
         "increase(clustersmith_lvmcache_read_hits_total[131s]) / (increase(clustersmith_lvmcache_read_hits_total"
         "[131s]) + increase(clustersmith_lvmcache_read_misses_total[131s]))"]
     assert asked["query"] == [load_blueprint(out).monitoring.query("cache.read_hit_ratio").over("131s")]
+    auth = load_blueprint(out).monitoring.auth  # the probe verifies the cluster CA and sends the monitoring user
+    assert (runner.extravars[0]["accept_prometheus_ca"], runner.extravars[0]["accept_prometheus_user"]) == (
+        auth.ca_file, auth.username)
 
 
 def test_the_paths_probe_settles_for_the_windows_the_blueprint_gives_the_check(out: Path, tmp_path: Path) -> None:

@@ -30,7 +30,9 @@ def run(session: Session, probes: list[str], check_ids: dict[str, list[str]]) ->
         "accept_probes": probes, "accept_clients": clients, "accept_prometheus": prometheus,
         "accept_settle_s": int(settle.get("settle_s", "0")), "accept_reset_extra_s": int(settle.get("reset_extra_s",
                                                                                                      "0")),
-        "accept_prometheus_url": url, "accept_cache_query_url": cache_query or ""}, 180)
+        "accept_prometheus_url": url, "accept_cache_query_url": cache_query or "",
+        "accept_prometheus_ca": session.bp.monitoring.auth.ca_file,
+        "accept_prometheus_user": session.bp.monitoring.auth.username}, 180)
     if "cache" in probes:  # storage_tiering puts a cache on every GPU client: each should have a ratio
         session.write("cache-hosts.json", text=json.dumps(clients, indent=2))
     for probe, ids in check_ids.items():
@@ -63,11 +65,11 @@ def monitoring_hosts(session: Session) -> list[str]:
 
 
 def prometheus_url(session: Session, host: str) -> str:
-    """Prometheus as its host reaches it: on the address in the plan's listen network, else loopback."""
-    port = next((j.port for j in session.bp.monitoring.scrape if j.exporter == "prometheus"), 9090)
-    address = "127.0.0.1"
-    if session.bp.monitoring.listen_cidr is not None:
-        network = ipaddress.IPv4Network(session.bp.monitoring.listen_cidr.value)
-        address = next((r.address for r in session.inventory.hosts[host].rails
-                        if ipaddress.IPv4Address(r.address) in network), address)
-    return f"http://{address}:{port}"
+    """Prometheus as its host reaches it, over TLS: on the address in the plan's listen network, else by the host's
+    name (the monitoring role resolves it to that address; both are in the host's certificate)."""
+    mon = session.bp.monitoring
+    port = next((j.port for j in mon.scrape if j.exporter == "prometheus"), 9090)
+    network = ipaddress.IPv4Network(mon.listen_cidr.value)
+    address = next((r.address for r in session.inventory.hosts[host].rails
+                    if ipaddress.IPv4Address(r.address) in network), host)
+    return f"{mon.auth.scheme}://{address}:{port}"
