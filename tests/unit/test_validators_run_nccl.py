@@ -1,6 +1,7 @@
 """The runner's NCCL step (validators/run/nccl.py) for real, on this machine through Ansible's local connection: the
 nvidia-smi pre-flight (no GPU here, so the node is short of its plan and named), and the launch proof with Open MPI's
-mpirun (skipped where Debian's openmpi-bin is not installed). The lab tier runs the same step across two VMs
+mpirun (Debian's openmpi-bin: .ci/run installs it; skipped
+elsewhere when it is missing). The lab tier runs the same step across two VMs
 (tests/lab)."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from blueprints.blueprint import Blueprint, Check
 from blueprints.lab_plan import LabRail
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
+from tests.promtool.support import require_tool
 from validators.evaluate import evaluate
 from validators.inventory import load_inventory
 from validators.results import Results
@@ -57,8 +59,8 @@ def test_the_preflight_names_a_node_without_its_gpus(tmp_path: Path) -> None:
     assert got.status == "fail" and f"{HOST}: 0 of 8 GPUs (nvidia-smi -L exited 127" in got.message
 
 
-@pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI's mpirun (Debian: openmpi-bin) is not installed")
 def test_the_launch_proof_runs_mpi_through_the_same_launch(tmp_path: Path) -> None:
+    require_tool("mpirun", "openmpi-bin")  # a failure under CI, which installs it (.ci/run)
     lab = blueprint("lab")
     assert lab.lab is not None
     # edited: the lab's rail 0 subnet set to loopback, the one network this machine's single node has
