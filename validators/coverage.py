@@ -30,6 +30,8 @@ class Planned(BaseModel):
     subsystems: dict[str, tuple[str, ...]] = Field(default_factory=dict,
                                                    description="Host -> the NVMe-oF NQNs it attaches")
     paths_per_subsystem: int = 0
+    host_nqns: dict[str, str] = Field(default_factory=dict,
+                                      description="Host -> the NVMe host NQN the Blueprint assigns it (nvmeof.host)")
     gpus_emulated: bool = Field(default=False, description="The lab: the Blueprint itself says there is no GPU")
 
     @property
@@ -51,6 +53,7 @@ class Planned(BaseModel):
                    rails=bp.compute.rails.value, storage_rails=bp.storage_fabric.client_rails.value,
                    subsystems={h: tuple(n) for h, n in subsystems.items()},
                    paths_per_subsystem=nvmeof.paths_per_subsystem.value if nvmeof else 0,
+                   host_nqns={h: nvmeof.host(h).nqn for h in subsystems} if nvmeof else {},
                    gpus_emulated=bp.lab is not None)
 
 

@@ -172,6 +172,21 @@ def test_both_paths_live_with_the_planned_policy_pass(tmp_path: Path) -> None:
     assert got.status == "pass" and got.measured == 2 and got.notes == ()
 
 
+def test_a_host_connected_under_another_host_nqn_fails(tmp_path: Path) -> None:
+    """The target lets in only the host NQNs the Blueprint assigns: a client whose paths are up under another NQN
+    (here the guest's random one, as recorded before the plan assigned NQNs) means a target that lets any host in."""
+    bp = blueprint("lab")
+    policy = (NVME / "lab-iopolicy.txt").read_text().strip()
+    root = nvme_results(tmp_path, "lab-list-subsys.json", policy)
+    recorded = json.loads((NVME / "lab-list-subsys.json").read_text())[0]["HostNQN"]
+    planned = bp.storage.nvmeof.host("client-1").nqn if bp.storage.nvmeof else ""
+    listing = root / "nvme" / "client-1.json"
+    listing.write_text(listing.read_text().replace(planned, recorded))
+    got = judged(bp, root, "nvmeof.paths")
+    assert got.status == "fail" and f"client-1: connects as host NQN {recorded}, planned {planned}" in got.message
+    assert "client-2" not in got.message
+
+
 def test_a_cut_rail_is_reported_as_a_degraded_path(tmp_path: Path) -> None:
     got = judged(blueprint("lab"), nvme_results(tmp_path, "lab-list-subsys.rail0-cut.json", "round-robin"),
                  "nvmeof.paths")

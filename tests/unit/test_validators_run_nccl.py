@@ -56,7 +56,7 @@ def test_the_preflight_names_a_node_without_its_gpus(tmp_path: Path) -> None:
     run.finish()
     assert not (run.results / "nccl" / "all_reduce_perf.txt").exists(), "no collective after a failed pre-flight"
     got = evaluate(bp, Results(run.results), ["nccl.allreduce_busbw"])[0]
-    assert got.status == "fail" and f"{HOST}: 0 of 8 GPUs (nvidia-smi -L exited 127" in got.message
+    assert got.status == "fail" and f"{HOST}: 0 of 8 GPUs (nvidia-smi -L exited 127" in got.message, got.message
 
 
 def test_the_launch_proof_runs_mpi_through_the_same_launch(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 Both judge every host the Blueprint plans: ``nvmeof.paths`` each host that attaches a planned subsystem
 (``attached_by``), each of those subsystems by NQN (a missing or foreign NQN is a setup error) and its paths, one
-per rail; ``qos.consistency`` every GPU node."""
+per rail, each host connected as the host NQN the Blueprint assigns it; ``qos.consistency`` every GPU node."""
 
 from __future__ import annotations
 
@@ -44,6 +44,10 @@ def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measuremen
             raise parse_error(str(policy_file), "I/O policies", "(document)", "expected an object of subsystem: "
                               "policy", policies)
         subsystems = [s for s in listing.subsystems if s.fabrics]
+        want_nqn = planned.host_nqns.get(host)
+        if want_nqn is not None and listing.host_nqn != want_nqn:  # only a target that lets any host in takes it
+            violations.append(f"{host}: connects as host NQN {listing.host_nqn or '(not reported)'}, planned "
+                              f"{want_nqn}")
         if not subsystems:
             violations.append(f"{host}: no NVMe-oF subsystem connected")
             details.append(Detail(where=host, value=0.0, unit="paths", note="no fabrics subsystem"))

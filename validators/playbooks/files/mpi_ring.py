@@ -12,6 +12,7 @@ The handles are Open MPI's: MPI_COMM_WORLD, MPI_INT and MPI_SUM are the addresse
 """
 
 import ctypes
+import os
 import socket
 import sys
 
@@ -35,8 +36,9 @@ def main() -> int:
     right, left = (rank.value + 1) % size.value, (rank.value - 1) % size.value
     rc |= mpi.MPI_Sendrecv(ctypes.byref(token), 1, mpi_int, right, 7, ctypes.byref(got), 1, mpi_int, left, 7,
                            world, None)
-    print(f"rank {rank.value} of {size.value} on {socket.gethostname()}: allreduce {total.value} ring {got.value}",
-          flush=True)
+    line = f"rank {rank.value} of {size.value} on {socket.gethostname()}: allreduce {total.value} ring {got.value}\n"
+    os.write(1, line.encode())  # one write: mpirun --tag-output tags each chunk it reads, so print's separate
+    # newline could arrive as its own chunk and leave the line ending in a bare "[1,0]<stdout>:" tag
     mpi.MPI_Finalize()
     return 0 if rc == 0 else 1
 
