@@ -5,7 +5,7 @@ controller's, for bidirectional authentication) and the monitoring stack's basic
 build`` calls :func:`ensure`: a file clustersmith wrote (its first line is :data:`HEADER_MARK`) gains entries for
 new hosts and keeps every existing one; a file without that header is the user's, read and never written, and a
 missing entry is bad input; an absent file is generated whole. The build gets only the file's absolute path
-(``ansible/group_vars/all.yml``: ``clustersmith_secrets_file``); the roles read the file on the controller.
+(``ansible/group_vars/all/secrets.yml``: ``clustersmith_secrets_file``); the roles read the file on the controller.
 
 Where: ``--secrets FILE``, else ``$CLUSTERSMITH_SECRETS_DIR/<cluster>.yml``, else
 ``$XDG_CONFIG_HOME/clustersmith/secrets/<cluster>.yml`` (``~/.config`` when XDG_CONFIG_HOME is unset).

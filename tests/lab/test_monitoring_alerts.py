@@ -31,8 +31,8 @@ ALERT = "NvmeofPathDown"
 
 
 def _authorization(lab: Lab, bp: Blueprint) -> str:
-    """The Basic header of the monitoring account: the secrets file the build's group_vars/all.yml names."""
-    all_vars = yaml.safe_load((lab.workdir / "ansible" / "group_vars" / "all.yml").read_text())
+    """The Basic header of the monitoring account: the secrets file the build's group_vars/all/secrets.yml names."""
+    all_vars = yaml.safe_load((lab.workdir / "ansible" / "group_vars" / "all" / "secrets.yml").read_text())
     secrets = yaml.safe_load(Path(all_vars["clustersmith_secrets_file"]).read_text())
     user = bp.monitoring.auth.username
     return "Basic " + base64.b64encode(f"{user}:{secrets['monitoring']['password']}".encode()).decode()

@@ -58,7 +58,7 @@ def test_first_build_generates_the_whole_file_0600_and_names_only_its_path(tmp_p
     assert len(set(store.nvme_dhchap.hosts.values())) == 2
     assert store.monitoring.username == "clustersmith"
     assert bcrypt.checkpw(store.monitoring.password.encode(), store.monitoring.password_bcrypt.encode())
-    all_yml = yaml.safe_load((tmp_path / "out" / "lab" / "ansible" / "group_vars" / "all.yml").read_text())
+    all_yml = yaml.safe_load((tmp_path / "out" / "lab" / "ansible" / "group_vars" / "all" / "secrets.yml").read_text())
     assert all_yml == {"clustersmith_secrets_file": str(path)}
     # nothing of the store is in the rendered tree (grep every file through the build's links)
     values = [*store.nvme_dhchap.hosts.values(), *store.nvme_dhchap.controllers.values(), store.monitoring.password,

@@ -20,8 +20,6 @@ from stacks.lab import molecule, state
 def group_vars(workdir: Path) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     folder = workdir / "ansible" / "group_vars"
-    for path in sorted(folder.glob("*.yml")):  # all.yml: the secrets file's path (blueprints.secrets)
-        found.setdefault(path.stem, {}).update(yaml.safe_load(path.read_text()) or {})
     for path in sorted(folder.glob("*/*.yml")):
         found.setdefault(path.parent.name, {}).update(yaml.safe_load(path.read_text()) or {})
     return found
