@@ -155,9 +155,9 @@ def test_a_clients_nvmeof_path_cut_is_named_and_not_a_pass(deployed: ExampleLab)
         time.sleep(5)
 
 
-@pytest.mark.xfail(strict=False, reason="known gap (open in issue 15): fio killed by pkill can exit 0 with a partial "
-                   "report whose jobs say error 0, which the throughput rule still measures; seen in the lab run of "
-                   "2026-12-01 16:23 (both exits 0); the fix compares each job's runtime with the workload's")
+@pytest.mark.xfail(strict=False, reason="timing (open in issue 15): in the lab run of 2026-12-01 16:23 `pkill -x fio` "
+                   "matched nothing (exit 1): fio had ended on client-1 before the kill; the test needs a workload "
+                   "that outlasts the poll, or to kill on the runner's progress event")
 def test_a_clients_fio_killed_mid_run_is_named_and_not_a_pass(deployed: ExampleLab) -> None:
     """`pkill -x fio` on client-1 while the seq_read workload runs: fio still writes a report (its jobs say error 0)
     and exits non-zero. The verdict must not take the partial run as a measure: a setup error naming client-1."""
