@@ -105,6 +105,29 @@ def test_fio_before_3_2_gives_bw_in_kib_per_second() -> None:
     assert run.version == "fio-3.1" and run.bw_bytes("write") == 1753471 * 1024 and run.host is None
 
 
+def test_a_run_killed_before_its_runtime_is_a_setup_error_naming_the_client(tmp_path: Path) -> None:
+    """cut-short/client-1.json: fio 3.33 sent SIGTERM 4 s into a 10 s time_based seq_read (recorded, see the README):
+    its job says error 0 and its bandwidth looks like a measure. Beside client-2's complete recording, the verdict
+    must not take it: a setup error naming client-1's report, not client-2's."""
+    root = fio_results(tmp_path, ["client-1", "client-2"], ("seq_read",))
+    shutil.copy(FIO.parents[1] / "cut-short" / "client-1.json", root / "fio" / "seq_read" / "client-1.json")
+    got = judged(lab(), root, "storage.read_throughput")
+    assert got.status == "setup_error", got.message
+    assert "client-1.json: job 'seq_read' measured 2.4 s of its time_based runtime of 10 s" in got.message
+    assert "client-2.json" not in got.message and got.coverage_shown == "2 of 2 hosts"
+
+
+def test_every_complete_recording_measured_its_whole_runtime() -> None:
+    """The check that refuses a cut-short run must not refuse a complete one: each recorded time_based report."""
+    reports = [*sorted(FIO.glob("*/client-*.json")), FIO.parents[1] / "mixed-reporting" / "client-1.json",
+               FIO.parents[1] / "client-server" / "seq_read.json"]
+    for src in reports:
+        run = parse_fio(src.read_text(), str(src))
+        assert run.time_based_ms in (2000, 4000) and run.cut_short() == (), src
+    killed = parse_fio((FIO.parents[1] / "cut-short" / "client-1.json").read_text(), "x")
+    assert killed.errors == 0 and killed.time_based_ms == 10_000 and len(killed.cut_short()) == 1
+
+
 # nccl-tests ------------------------------------------------------------------------------------------------------
 
 

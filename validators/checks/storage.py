@@ -35,6 +35,12 @@ def _workload(check: Check, results: Results, planned: Planned) -> FioWorkloadRe
     if found is None:
         return missing(f"fio output of workload {name!r}", f"fio/{name}/<host>.json").model_copy(
             update={"coverage": (cover("hosts", [], planned.gpu_nodes),)})
+    cut = [f"{stem}.json: {why}" for stem, run in sorted(found.runs.items()) if not run.errors
+           for why in run.cut_short()]
+    if cut:
+        return Measurement(coverage=(_coverage(found, planned)[0],), setup_error=(
+            f"fio ended before its workload's runtime, with no job error (killed or timed out): {'; '.join(cut)}; "
+            "nothing a cut-short run measured counts"))
     return found
 
 
