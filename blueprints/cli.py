@@ -24,6 +24,7 @@ from blueprints.explain import explain, render_explanation
 from blueprints.loader import load_requirements, requirement_lines
 from blueprints.planner import plan
 from blueprints.render import build as render_build
+from blueprints.render import writable as build_writable
 from blueprints.secrets import ensure as ensure_secrets
 from blueprints.spec import Requirements
 from blueprints.summary import print_summary
@@ -82,6 +83,7 @@ def build(spec: Path, output: Path, secrets_file: Path | None) -> None:
     one; a rebuild swaps the generated tree at once and keeps what users and later steps wrote there.
     """
     bp = plan_file(spec)
+    build_writable(bp, output)  # refuse before the secrets file is made: a refused build writes nothing
     secrets_path = ensure_secrets(bp, output / bp.name, secrets_file)
     folder, files = render_build(bp, output, notice=lambda line: out.print(f"[yellow]{line}[/]", highlight=False),
                                  secrets_file=secrets_path)

@@ -149,27 +149,46 @@ def _refuse(final: Path, why: str) -> ClusterSmithError:
                                       value=str(final))], title="refusing to build")
 
 
-def _claim(final: Path, name: str) -> str | None:
-    """Make ``final`` this Blueprint's build folder, or refuse. Returns None when it was one already, else
-    ``"made"`` (it did not exist) or ``"empty"``, for ``_unclaim``."""
+def writable(bp: Blueprint, out_root: Path) -> None:
+    """Raise what ``build`` would refuse for ``out_root/<name>`` before anything is written anywhere (the CLI asks
+    first, so a refused build does not leave a secrets file behind either)."""
+    why = _refusal(out_root / bp.name, bp.name)
+    if why is not None:
+        raise why
+
+
+def _refusal(final: Path, name: str) -> ClusterSmithError | None:
+    """Why ``final`` is not a folder build may write, or None; reads only."""
     if final.is_symlink() or (final.exists() and not final.is_dir()):
-        raise _refuse(final, "is not a folder")
+        return _refuse(final, "is not a folder")
     marker = final / MARKER
     if marker.is_file() and not marker.is_symlink():
         try:
             claim = yaml.safe_load(marker.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise _refuse(final, f"has a {MARKER} that cannot be read ({exc})") from exc
+            return _refuse(final, f"has a {MARKER} that cannot be read ({exc})")
         if not isinstance(claim, dict) or claim.get("name") != name:
             got = claim.get("name") if isinstance(claim, dict) else claim
-            raise _refuse(final, f"has a {MARKER} naming Blueprint {got!r}, not {name!r}")
+            return _refuse(final, f"has a {MARKER} naming Blueprint {got!r}, not {name!r}")
         if claim.get("format") != FORMAT:
-            raise _refuse(final, f"has a {MARKER} of layout format {claim.get('format')!r}; this clustersmith "
-                                 f"writes format {FORMAT}")
+            return _refuse(final, f"has a {MARKER} of layout format {claim.get('format')!r}; this clustersmith "
+                                  f"writes format {FORMAT}")
         return None
     if final.is_dir() and any(final.iterdir()):
-        raise _refuse(final, f"holds files and no {MARKER} (a build by a clustersmith older than the marker has "
-                             f"none either: after `clustersmith lab down` for a lab, remove it and rebuild)")
+        return _refuse(final, f"holds files and no {MARKER} (a build by a clustersmith older than the marker has "
+                              f"none either: after `clustersmith lab down` for a lab, remove it and rebuild)")
+    return None
+
+
+def _claim(final: Path, name: str) -> str | None:
+    """Make ``final`` this Blueprint's build folder, or refuse. Returns None when it was one already, else
+    ``"made"`` (it did not exist) or ``"empty"``, for ``_unclaim``."""
+    why = _refusal(final, name)
+    if why is not None:
+        raise why
+    marker = final / MARKER
+    if marker.is_file() and not marker.is_symlink():
+        return None
     made = not final.exists()
     final.mkdir(parents=True, exist_ok=True)
     tmp = final / f"{MARKER}.tmp"

@@ -85,6 +85,18 @@ def test_a_spec_named_roles_into_a_copy_of_the_repository_is_refused(tmp_path: P
     assert snapshot(clone) == before
 
 
+def test_a_refused_build_leaves_no_secrets_file_behind(tmp_path: Path) -> None:
+    """Bad input writes nothing: the output folder is refused before the cluster's secrets file is made."""
+    clone = tmp_path / "clone"
+    (clone / "unsafe").mkdir(parents=True)
+    (clone / "unsafe" / "mine.txt").write_text("mine")
+    secrets = tmp_path / "secrets"
+    r = cli("build", spec(tmp_path, "unsafe", "refused"), "-o", clone, env={"CLUSTERSMITH_SECRETS_DIR": str(secrets)})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{clone / 'unsafe'} holds files and no {MARKER}" in r.stderr
+    assert not secrets.exists() or not any(secrets.iterdir()), sorted(secrets.iterdir())
+
+
 @pytest.mark.parametrize(("marker", "why"), [
     ("name: other\nformat: 1\n", "naming Blueprint 'other', not 'lab'"),
     ("name: lab\nformat: 99\n", "of layout format 99; this clustersmith writes format 1"),
