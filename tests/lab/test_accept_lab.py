@@ -157,7 +157,9 @@ def test_a_clients_nvmeof_path_cut_is_named_and_not_a_pass(deployed: ExampleLab)
 
 # Waits in the guest, not over SSH: fio's whole lab run is 2 s of ramp and 10 s measured, and two SSH round trips
 # under TCG (pgrep, then pkill) took long enough that fio had ended before the kill (lab run of 2026-12-01 16:23).
-KILL_FIO_MID_RUN = ("for i in $(seq 3600); do pgrep -x fio >/dev/null && break; sleep 0.5; done; "
+# It waits for the workload's own fio (argument job.fio), not the playbook's `fio --version` check, which a plain
+# `pgrep -x fio` caught first (lab run of 18:02); `job[.]fio` matches fio's argv but not this shell's own.
+KILL_FIO_MID_RUN = ("for i in $(seq 3600); do pgrep -f 'job[.]fio' >/dev/null && break; sleep 0.5; done; "
                     "sleep 5; pkill -TERM -x fio")
 
 
