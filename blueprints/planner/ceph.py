@@ -138,7 +138,8 @@ def pg_count(osds: int, size: int, share: float = 1.0, floor: int = 1) -> tuple[
     value = max(TARGET_PGS_PER_OSD * osds * share / size, osds / size)
     nearest = 2 ** max(round(math.log2(value)), 0)
     pgs = max(nearest * 2 if nearest < 0.75 * value else nearest, floor)
-    what = (f"{TARGET_PGS_PER_OSD} x {osds} OSDs / size {size}" if share else f"no file data: {osds} OSDs / size {size}")
+    what = (f"{TARGET_PGS_PER_OSD} x {osds} OSDs / size {size}" if share
+            else f"no file data: {osds} OSDs / size {size}")
     return pgs, f"{what} = {value:.4g} -> power of two {pgs}" + (f" (at least {floor})" if pgs == floor > 1 else "")
 
 
@@ -212,12 +213,12 @@ def _replicated(name: str, purpose: str, copies: int, osds: int, floor: int, dom
                 spec: list[str], why: str) -> CephPool:
     pgs, formula = pg_count(osds, copies, share=0.0, floor=floor)
     return CephPool(
-        name=name, purpose=purpose, type="replicated",  # type: ignore[arg-type]
+        name=name, purpose=purpose, type="replicated",
         size=traced(copies, spec, "ceph.replicated_size", why),
         min_size=traced(copies - 1, spec, "ceph.replicated_min_size",
                         f"size {copies} - 1 = {copies - 1} (Ceph's default min_size for size 3 is 2)"),
         crush_rule=f"replicated_{DEVICE_CLASS['hot']}", crush_device_class=DEVICE_CLASS["hot"],
-        crush_failure_domain=domain,  # type: ignore[arg-type]
+        crush_failure_domain=domain,
         pg_num=traced(pgs, spec, "ceph.pg_calculator", f"{formula}; {PG_CALC}"),
         pg_autoscale_mode=_autoscale(spec),
     )
@@ -228,13 +229,14 @@ def _autoscale(spec: list[str]) -> Traced[str]:
                   "pg_num is planned here; warn reports a pool the autoscaler would resize, without moving data")
 
 
-def _tier_pool(tier: TierPlan, opt: ProtectionOption, osds: int, domain: str, lab: bool) -> tuple[CephPool, CephEcProfile | None]:
+def _tier_pool(tier: TierPlan, opt: ProtectionOption, osds: int, domain: str,
+               lab: bool) -> tuple[CephPool, CephEcProfile | None]:
     spec = list(tier.nodes.derived_from.spec)
     cls = DEVICE_CLASS[tier.name]
     name = f"cephfs_{tier.name}"
     if opt.scheme == "erasure":
         k, m = opt.data, opt.parity
-        profile = CephEcProfile(name=f"{tier.name}_k{k}m{m}", k=k, m=m, crush_failure_domain=domain,  # type: ignore[arg-type]
+        profile = CephEcProfile(name=f"{tier.name}_k{k}m{m}", k=k, m=m, crush_failure_domain=domain,
                                 crush_device_class=cls)
         pgs, formula = pg_count(osds, k + m)
         min_size = (traced(k, ["target.provider"], "ceph.lab_ec_min_size_k",
@@ -244,7 +246,7 @@ def _tier_pool(tier: TierPlan, opt: ProtectionOption, osds: int, domain: str, la
             name=name, purpose="tier_data", tier=tier.name, type="erasure",
             size=traced(k + m, spec, "ceph.ec_size", f"k+m = {k}+{m} = {k + m} ({tier.protection.value})"),
             min_size=min_size, erasure_code_profile=profile.name, crush_rule=name, crush_device_class=cls,
-            crush_failure_domain=domain,  # type: ignore[arg-type]
+            crush_failure_domain=domain,
             pg_num=traced(pgs, spec, "ceph.pg_calculator", f"{formula}; {PG_CALC}"),
             pg_autoscale_mode=_autoscale(spec), allow_ec_overwrites=True, directory=f"/{tier.name}",
         ), profile
@@ -255,7 +257,7 @@ def _tier_pool(tier: TierPlan, opt: ProtectionOption, osds: int, domain: str, la
         size=traced(copies, spec, "ceph.replicated_size", f"{tier.protection.value}"),
         min_size=traced(copies - 1, spec, "ceph.replicated_min_size", f"size {copies} - 1 = {copies - 1}"),
         crush_rule=f"replicated_{cls}", crush_device_class=cls,
-        crush_failure_domain=domain,  # type: ignore[arg-type]
+        crush_failure_domain=domain,
         pg_num=traced(pgs, spec, "ceph.pg_calculator", f"{formula}; {PG_CALC}"),
         pg_autoscale_mode=_autoscale(spec), directory=f"/{tier.name}",
     ), None
@@ -319,7 +321,7 @@ def plan_ceph(ctx: PlanContext, compute: ComputePlan, qos: QosPlan, tiers: list[
     ]
     return CephPlan(
         fs_name=FS_NAME,
-        failure_domain=traced(domain, ["target.provider"], "ceph.failure_domain",  # type: ignore[arg-type]
+        failure_domain=traced(domain, ["target.provider"], "ceph.failure_domain",
                               "lab: osd, every OSD in one VM" if ctx.is_lab else "host: a lost server loses one "
                               "chunk or copy of each PG, and k+m+1 (replicas+1) hosts leave room to rebuild it"),
         daemons=_daemons(ctx, compute, tiers), osd_groups=tuple(groups),

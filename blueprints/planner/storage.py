@@ -69,8 +69,8 @@ def protection_options(usable: float) -> list[ProtectionOption]:
 def lab_option(usable: float) -> ProtectionOption:
     """The lab's EC 2+1 over LAB_OSDS OSDs of its one storage VM (failure domain osd: k+m+1 = 4)."""
     k, m = LAB_EC
-    return ProtectionOption(scheme="erasure", data=k, parity=m, multiplier=(k + m) / k, raw=Size.of(usable * (k + m) / k),
-                            min_nodes=LAB_OSDS)
+    return ProtectionOption(scheme="erasure", data=k, parity=m, multiplier=(k + m) / k,
+                            raw=Size.of(usable * (k + m) / k), min_nodes=LAB_OSDS)
 
 
 def _server_rates(ctx: PlanContext, server: StorageServer) -> tuple[Rate, Rate, Size, Duration]:

@@ -15,7 +15,6 @@ from blueprints.blueprint import Blueprint, CephPlan, ProtectionOption
 from blueprints.catalog import load_catalog
 from blueprints.errors import InfeasibleError
 from blueprints.loader import parse_requirements
-from blueprints.planner import plan
 from blueprints.planner.ceph import node_rates, pg_count
 from blueprints.planner.context import PlanContext
 from blueprints.planner.storage import protection_options
@@ -142,7 +141,8 @@ def test_llm_training_16k_on_aws_has_no_ceph_and_on_bare_metal_five_monitors() -
     assert ceph.daemons.monitors.value == 5
     assert ceph.osds.value == sum(g.hosts * g.osds_per_host.value for g in ceph.osd_groups)
     hot = next(t for t in bp.storage.tiers if t.name == "hot")
-    assert hot.aggregate_read.value.value == pytest.approx(hot.nodes.value * ceph.osd_groups[0].per_node_read.value.value)
+    per_node = ceph.osd_groups[0].per_node_read.value.value
+    assert hot.aggregate_read.value.value == pytest.approx(hot.nodes.value * per_node)
 
 
 def test_ceph_is_tcp_on_the_default_lossy_class() -> None:
@@ -172,7 +172,8 @@ def test_lab_plan_is_one_vm_with_its_exceptions_listed() -> None:
 
 def test_clouds_have_no_ceph() -> None:
     bp = planned(spec(target={"provider": "aws", "region": "us-east-1"}, performance__storage__latency_p99="<2ms",
-                      performance__storage__read_throughput=">=50GB/s", performance__storage__write_throughput=">=10GB/s",
+                      performance__storage__read_throughput=">=50GB/s",
+                      performance__storage__write_throughput=">=10GB/s",
                       data__training_set="50TB", data__validation_set="5TB"))
     assert bp.storage.ceph is None
 
