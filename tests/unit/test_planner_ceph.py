@@ -15,7 +15,7 @@ from blueprints.blueprint import Blueprint, CephPlan, ProtectionOption
 from blueprints.catalog import load_catalog
 from blueprints.errors import InfeasibleError
 from blueprints.loader import parse_requirements
-from blueprints.planner.ceph import node_rates, pg_count
+from blueprints.planner.ceph import node_rates, pg_count, protection_label
 from blueprints.planner.context import PlanContext
 from blueprints.planner.storage import protection_options
 from blueprints.units import Rate, Size
@@ -201,3 +201,31 @@ def test_plan_cli_shows_the_ceph_design_and_exit_2_on_an_unmeetable_target(tmp_p
     assert out.returncode == 2
     assert "performance.storage.read_throughput" in out.stdout + out.stderr
     assert "Traceback" not in out.stderr
+
+
+@given(read_gb=st.integers(min_value=1, max_value=20_000), write_gb=st.integers(min_value=1, max_value=4_000),
+       train_tb=st.integers(min_value=1, max_value=50_000), hot=st.integers(min_value=1, max_value=100))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+def test_every_planned_ceph_design_keeps_its_rules(read_gb: int, write_gb: int, train_tb: int, hot: int) -> None:
+    doc = spec(performance__storage__read_throughput=f">={read_gb}GB/s",
+               performance__storage__write_throughput=f">={write_gb}GB/s", data__training_set=f"{train_tb}TB",
+               data__validation_set=f"{train_tb / 10:g}TB",
+               data__hot_fraction=f"{hot}%", compute__gpus=max(512, 8 * math.ceil(read_gb / 40) * 8))
+    try:
+        bp = planned(doc)
+    except InfeasibleError as exc:  # a target past the planner's bounds: every problem names a spec field
+        assert all(p.path.startswith(("performance.", "data.", "compute.")) for p in exc.problems)
+        return
+    ceph = _ceph(bp)
+    tiers = {t.name: t for t in bp.storage.tiers}
+    for group in ceph.osd_groups:
+        tier = tiers[group.tier]
+        chosen = next(o for o in tier.alternatives if protection_label(o) == tier.protection.value)
+        assert group.hosts >= chosen.min_nodes  # k+m+1, replicas+1
+        assert tier.aggregate_read.value.value == pytest.approx(group.hosts * group.per_node_read.value.value)
+    for pool in ceph.pools:
+        assert pool.pg_num.value & (pool.pg_num.value - 1) == 0
+        assert pool.min_size.value < pool.size.value
+    assert bp.storage.read_throughput.value.value >= read_gb * 1e9 * (1 - 1e-9)
+    assert bp.storage.write_throughput.value.value >= write_gb * 1e9 * (1 - 1e-9)
+    assert ceph.daemons.monitors.value in (3, 5) and ceph.network.lossless is False
