@@ -2,7 +2,9 @@
 
 Per-node rates (what ``storage`` sizes tiers with): min(public NIC, drives, OSDs x the catalog's published per-OSD
 Ceph rate); writes are the client's bytes, so the drives', OSDs' and cluster network's share is divided by the
-protection's amplification ((k+m)/k for erasure codes, copies for replicas). Where the catalog has no published
+protection's amplification ((k+m)/k for erasure codes, copies for replicas; the cluster network carries the
+amplification less the one copy that came in on the public network). NICs count at line rate: Ceph is TCP, and
+the catalog's rdma_pass_fraction is an ib_write_bw pass mark, not a TCP figure. Where the catalog has no published
 per-OSD rate for a drive, the node is bounded by its NICs and drives only, and the formula says so.
 
 The cluster (``plan_ceph``): OSDs per host from the drive catalog, monitors (3, or 5 from 5 hosts), managers beside

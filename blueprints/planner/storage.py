@@ -73,13 +73,10 @@ def lab_option(usable: float) -> ProtectionOption:
                             raw=Size.of(usable * (k + m) / k), min_nodes=LAB_OSDS)
 
 
-def _server_rates(ctx: PlanContext, server: StorageServer) -> tuple[Rate, Rate, Size, Duration]:
+def _server_capacity(ctx: PlanContext, server: StorageServer) -> tuple[Size, Duration]:
+    """Raw capacity of one server and its media's 4k read latency (its rates are Ceph's: ceph.node_rates)."""
     drive = ctx.catalog.drives[server.drive]
-    nic = ctx.catalog.nics[server.nic]
-    net = server.nics * nic.speed.value * nic.rdma_pass_fraction
-    read = min(net, server.drives * drive.seq_read.value)
-    write = min(net, server.drives * drive.seq_write.value)
-    return Rate.of(read), Rate.of(write), Size.of(server.drives * drive.capacity.value), drive.read_latency
+    return Size.of(server.drives * drive.capacity.value), drive.read_latency
 
 
 def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float, usable_spec: list[str],
@@ -90,7 +87,7 @@ def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float
     option, writes after its amplification), raw capacity and failure domains need; keep the option needing
     fewest nodes, then the least raw capacity (``erasure_only``: among the erasure codes)."""
     server = ctx.catalog.storage_servers[server_name]
-    _, _, per_cap, latency = _server_rates(ctx, server)
+    per_cap, latency = _server_capacity(ctx, server)
     spec = list(usable_spec)
     if read_target:
         spec.append("performance.storage.read_throughput")
@@ -122,8 +119,9 @@ def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float
         nodes, why = fixed_nodes, [f"{fixed_nodes} storage VM(s) from target.storage_targets, "
                                    f"{LAB_OSDS} OSDs: EC 2+1 with failure domain osd (k+m+1 = {LAB_OSDS})"]
     else:
-        options = [o for o in options if o.scheme == "erasure" or (o.scheme == "replica" and not erasure_only)]
-        ranked = sorted(((*need(o), o) for o in options), key=lambda t: (t[0], t[2].multiplier))
+        options = [o for o in options if o.scheme != "none"]  # all weighed in the plan's protection table
+        ranked = sorted(((*need(o), o) for o in options if o.scheme == "erasure" or not erasure_only),
+                        key=lambda t: (t[0], t[2].multiplier))
         nodes, why, chosen = ranked[0]
         if nodes > MAX_STORAGE_NODES and problems is not None:
             n_read, n_write, n_cap = counts(chosen)
