@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from blueprints.blueprint import Blueprint, Traced
+from blueprints.summary_ceph import ceph_tables
 
 
 def _t(value: Traced[Any]) -> str:
@@ -108,7 +109,8 @@ def summary(bp: Blueprint) -> Group:
     for ch in bp.acceptance.checks:
         checks.add_row(ch.id, ch.tool, f"{ch.op} {ch.threshold:g} {ch.unit}", ch.severity,
                        ", ".join(ch.derived_from.spec))
-    parts: list[Table] = [compute, fabric, storage_net, qos, storage, protection, designed, checks]
+    ceph = ceph_tables(s.ceph) if s.ceph is not None else []
+    parts: list[Table] = [compute, fabric, storage_net, qos, storage, protection, *ceph, designed, checks]
     return Group(*parts)
 
 

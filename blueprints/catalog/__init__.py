@@ -37,12 +37,26 @@ class Nic(_Entry):
     rdma_pass_fraction: float = Field(description="ib_write_bw pass mark as a fraction of line rate")
 
 
+class CephOsdRate(BaseModel):
+    """What one Ceph OSD on a drive delivered in a published result, per protection scheme (4 MiB I/O)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    read_replicated: Rate = Field(description="Client reads served per OSD, replicated pool")
+    write_replicated: Rate = Field(description="Bytes written per OSD after replication (client write x copies)")
+    read_erasure: Rate = Field(description="Client reads served per OSD, erasure-coded pool")
+    write_erasure: Rate = Field(description="Bytes written per OSD after erasure coding (client write x (k+m)/k)")
+    source: str = Field(min_length=3, description="The published result and the per-OSD arithmetic")
+
+
 class Drive(_Entry):
     media: Literal["nvme_tlc", "nvme_qlc", "hdd"] = Field(description="Media class")
     capacity: Size = Field(description="Capacity of one drive")
     seq_read: Rate = Field(description="Sequential read bandwidth of one drive")
     seq_write: Rate = Field(description="Sequential write bandwidth of one drive")
     read_latency: Duration = Field(description="Typical 4k random read latency at queue depth 1")
+    osds_per_drive: int = Field(default=1, gt=0, description="Ceph OSDs on one drive (drives.yaml header: its source)")
+    ceph_osd: CephOsdRate | None = Field(default=None, description="Published per-OSD Ceph rate; None where none found")
 
 
 class Switch(_Entry):

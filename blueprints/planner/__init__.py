@@ -81,7 +81,7 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
     fabric = plan_fabric(ctx, compute)
     qos = plan_qos(ctx, fabric)
     nccl = plan_nccl(ctx, compute, fabric, qos)
-    storage = plan_storage(ctx, compute)
+    storage = plan_storage(ctx, compute, qos)
     network = plan_management_network(req)
     monitoring = plan_monitoring(ctx, compute, storage, network)
     acceptance = plan_acceptance(ctx, compute, fabric, qos, nccl, storage)

@@ -6,8 +6,12 @@
 - warm tier (NVMe QLC) holds the rest of the training set and the validation set;
 - cold tier (HDD) keeps one archive copy of both;
 - local cache: each GPU node's local NVMe in front of the network tiers (dm-cache).
-Protection per tier: the widest erasure code whose k+m fits the tier's nodes, else 3 replicas;
-both options' raw capacity is recorded (field-numbers 7).
+Protection per tier: on bare metal and the lab the engine is Ceph (planner/ceph.py), whose per-node rates
+(min(NICs, drives, OSDs x the catalog's per-OSD Ceph rate), writes divided by the protection's amplification)
+size each option. An erasure code k+m needs k+m+1 hosts and n replicas n+1 (a lost host can be rebuilt
+elsewhere); the hot tier takes the option needing fewest nodes, then least raw capacity; the warm (QLC) and
+cold (HDD) tiers take an erasure code, which saves raw capacity against 3 replicas (raw of every option is
+recorded, field-numbers 7). The lab's one storage VM holds EC 2+1 over 4 OSDs (failure domain osd).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from blueprints.blueprint import (
     NvmeofPlan,
     NvmeofSubsystem,
     ProtectionOption,
+    QosPlan,
     StoragePlan,
     TierPlan,
     Traced,
@@ -28,6 +33,7 @@ from blueprints.blueprint import (
 )
 from blueprints.catalog import ManagedFileSystem, StorageServer
 from blueprints.errors import InfeasibleError, Problem
+from blueprints.planner.ceph import LAB_EC, LAB_OSDS, node_rates, plan_ceph, protection_label
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.planner.fio_workloads import TIERED_MOUNT
 from blueprints.planner.hosts import storage_group
@@ -49,81 +55,93 @@ TierName = Literal["local_cache", "hot", "warm", "cold"]
 
 
 def protection_options(usable: float) -> list[ProtectionOption]:
+    """Each option's raw capacity and the failure domains it needs: k+m+1 for EC k+m, replicas+1 for replicas
+    (one spare domain to rebuild a lost one into)."""
     opts = [ProtectionOption(scheme="erasure", data=k, parity=m, multiplier=(k + m) / k,
-                             raw=Size.of(usable * (k + m) / k), min_nodes=k + m) for k, m in EC_PROFILES]
+                             raw=Size.of(usable * (k + m) / k), min_nodes=k + m + 1) for k, m in EC_PROFILES]
     opts.append(ProtectionOption(scheme="replica", data=1, parity=REPLICAS - 1, multiplier=float(REPLICAS),
-                                 raw=Size.of(usable * REPLICAS), min_nodes=REPLICAS))
+                                 raw=Size.of(usable * REPLICAS), min_nodes=REPLICAS + 1))
     opts.append(ProtectionOption(scheme="none", data=1, parity=0, multiplier=1.0, raw=Size.of(usable),
                                  min_nodes=1))
     return opts
 
 
-def _label(opt: ProtectionOption) -> str:
-    if opt.scheme == "erasure":
-        return f"ec-{opt.data}+{opt.parity}"
-    return f"replica-{opt.parity + 1}" if opt.scheme == "replica" else "none"
+def lab_option(usable: float) -> ProtectionOption:
+    """The lab's EC 2+1 over LAB_OSDS OSDs of its one storage VM (failure domain osd: k+m+1 = 4)."""
+    k, m = LAB_EC
+    return ProtectionOption(scheme="erasure", data=k, parity=m, multiplier=(k + m) / k,
+                            raw=Size.of(usable * (k + m) / k), min_nodes=LAB_OSDS)
 
 
-def _server_rates(ctx: PlanContext, server: StorageServer) -> tuple[Rate, Rate, Size, Duration]:
+def _server_capacity(ctx: PlanContext, server: StorageServer) -> tuple[Size, Duration]:
+    """Raw capacity of one server and its media's 4k read latency (its rates are Ceph's: ceph.node_rates)."""
     drive = ctx.catalog.drives[server.drive]
-    nic = ctx.catalog.nics[server.nic]
-    net = server.nics * nic.speed.value * nic.rdma_pass_fraction
-    read = min(net, server.drives * drive.seq_read.value)
-    write = min(net, server.drives * drive.seq_write.value)
-    return Rate.of(read), Rate.of(write), Size.of(server.drives * drive.capacity.value), drive.read_latency
+    return Size.of(server.drives * drive.capacity.value), drive.read_latency
 
 
 def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float, usable_spec: list[str],
                usable_formula: str, read_target: float = 0.0, write_target: float = 0.0,
-               fixed_nodes: int | None = None, problems: list[Problem] | None = None) -> TierPlan:
-    """Size one tier: for each protection option, the nodes that read, write (amplified by the
-    code's multiplier), raw capacity and failure domains need; keep the option needing fewest nodes,
-    then the least raw capacity."""
+               fixed_nodes: int | None = None, problems: list[Problem] | None = None,
+               erasure_only: bool = False) -> TierPlan:
+    """Size one tier: for each protection option, the nodes that read, write (Ceph's per-node rates under that
+    option, writes after its amplification), raw capacity and failure domains need; keep the option needing
+    fewest nodes, then the least raw capacity (``erasure_only``: among the erasure codes)."""
     server = ctx.catalog.storage_servers[server_name]
-    per_read, per_write, per_cap, latency = _server_rates(ctx, server)
+    per_cap, latency = _server_capacity(ctx, server)
     spec = list(usable_spec)
-    n_read = ceil_div(read_target, per_read.value) if read_target else 0
     if read_target:
         spec.append("performance.storage.read_throughput")
     if write_target:
         spec.append("performance.storage.write_throughput")
 
+    def counts(o: ProtectionOption) -> tuple[int, int, int]:
+        rates = node_rates(ctx, server, o)
+        n_read = ceil_div(read_target, rates.read.value) if read_target else 0
+        n_write = ceil_div(write_target, rates.write.value) if write_target else 0
+        return n_read, n_write, ceil_div(o.raw.value, per_cap.value)
+
     def need(o: ProtectionOption) -> tuple[int, list[str]]:
-        n_write = ceil_div(write_target * o.multiplier, per_write.value) if write_target else 0
-        n_cap = ceil_div(o.raw.value, per_cap.value)
-        why = [f"capacity: raw {o.raw} / {per_cap} per node = {n_cap}", f"{_label(o)} needs {o.min_nodes}"]
+        rates = node_rates(ctx, server, o)
+        n_read, n_write, n_cap = counts(o)
+        why = [f"capacity: raw {o.raw} / {per_cap} per node = {n_cap}",
+               f"{protection_label(o)} needs {o.min_nodes} hosts (k+m+1, replicas+1)"]
         if n_read:
-            why.insert(0, f"read: {Rate.of(read_target)} / {per_read} per node = {n_read}")
+            why.insert(0, f"read: {Rate.of(read_target)} / {rates.read} per node [{rates.read_why}] = {n_read}")
         if n_write:
-            why.insert(1, f"write: {Rate.of(write_target)} x {o.multiplier:.4g} / {per_write} per node = {n_write}")
+            why.insert(1, f"write: {Rate.of(write_target)} / {rates.write} per node [{rates.write_why}] = {n_write}")
         return max(n_read, n_write, n_cap, o.min_nodes), why
 
     options = protection_options(usable)
     if fixed_nodes is not None:
         spec.append("target.storage_targets")
-        fits = [o for o in options if o.min_nodes <= fixed_nodes and (o.scheme != "none" or fixed_nodes < REPLICAS)]
-        chosen = min(fits, key=lambda o: o.multiplier)
-        nodes, why = fixed_nodes, [f"{fixed_nodes} storage VM(s) from target.storage_targets"]
+        chosen = lab_option(usable)
+        options = [chosen]
+        nodes, why = fixed_nodes, [f"{fixed_nodes} storage VM(s) from target.storage_targets, "
+                                   f"{LAB_OSDS} OSDs: EC 2+1 with failure domain osd (k+m+1 = {LAB_OSDS})"]
     else:
-        ranked = sorted(((*need(o), o) for o in options if o.scheme != "none"),
+        options = [o for o in options if o.scheme != "none"]  # all weighed in the plan's protection table
+        ranked = sorted(((*need(o), o) for o in options if o.scheme == "erasure" or not erasure_only),
                         key=lambda t: (t[0], t[2].multiplier))
         nodes, why, chosen = ranked[0]
         if nodes > MAX_STORAGE_NODES and problems is not None:
-            n_write = ceil_div(write_target * chosen.multiplier, per_write.value) if write_target else 0
-            n_cap = ceil_div(chosen.raw.value, per_cap.value)
+            n_read, n_write, n_cap = counts(chosen)
             driver = max((n_read, "performance.storage.read_throughput"),
                          (n_write, "performance.storage.write_throughput"), (n_cap, usable_spec[0]))[1]
             problems.append(Problem(driver, f"the {name} tier needs {nodes} storage servers (" + "; ".join(why)
                                     + f"); expected at most {MAX_STORAGE_NODES} per tier"))
+    per_read = node_rates(ctx, server, chosen).read
+    rule = ("storage.ec_saves_raw_against_replicas" if erasure_only else "storage.fewest_nodes_then_least_raw")
+    among = "ec-8+2, ec-6+3, ec-4+2" + ("" if erasure_only else " and replica-3")
     return TierPlan(
         name=name,
         media=server.drive,
         server=server.name,
         usable=traced(Size.of(usable), usable_spec, f"storage.{name}_capacity", usable_formula),
-        protection=traced(_label(chosen), spec, "storage.fewest_nodes_then_least_raw",
-                          "of ec-8+2, ec-6+3, ec-4+2 and replica-3: fewest nodes, then least raw capacity"
-                          if fixed_nodes is None else f"{nodes} node(s): {_label(chosen)}"),
-        alternatives=tuple(o for o in options if o.scheme != "none"),
+        protection=traced(protection_label(chosen), spec, rule,
+                          f"of {among}: fewest nodes, then least raw capacity"
+                          + (" (an erasure code: raw x1.25-1.5 against 3 replicas' x3)" if erasure_only else "")
+                          if fixed_nodes is None else f"lab: {protection_label(chosen)} over {LAB_OSDS} OSDs"),
+        alternatives=tuple(options),
         raw=traced(chosen.raw, usable_spec, "storage.raw_from_protection",
                    f"{Size.of(usable)} x {chosen.multiplier:.4g} = {chosen.raw}"),
         nodes=traced(nodes, spec, f"storage.{name}_nodes", "max(" + "; ".join(why) + ")"),
@@ -259,7 +277,7 @@ def _cache(ctx: PlanContext, compute: ComputePlan) -> CachePlan:
     )
 
 
-def plan_storage(ctx: PlanContext, compute: ComputePlan) -> StoragePlan:
+def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> StoragePlan:
     req = ctx.req
     train, val = req.data.training_set.value, req.data.validation_set.value
     hot_fraction = req.data.hot_fraction.value
@@ -309,22 +327,26 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan) -> StoragePlan:
             ctx, "warm", "nvme-qlc-server", warm_usable,
             ["data.training_set", "data.hot_fraction", "data.validation_set"],
             f"{req.data.training_set} x (1 - {req.data.hot_fraction}) + {req.data.validation_set} "
-            f"= {Size.of(warm_usable)}", problems=problems))
+            f"= {Size.of(warm_usable)}", problems=problems, erasure_only=True))
         cold_usable = train + val
         tiers.append(_size_tier(
             ctx, "cold", "hdd-server", cold_usable, ["data.training_set", "data.validation_set"],
             f"archive copy: {req.data.training_set} + {req.data.validation_set} = {Size.of(cold_usable)}",
-            problems=problems))
+            problems=problems, erasure_only=True))
     _raise_all(ctx, problems)
-    write_cap = Rate.of(hot.nodes.value * _server_rates(ctx, ctx.catalog.storage_servers[hot.server])[1].value)
+    ceph = plan_ceph(ctx, compute, qos, tiers[1:])
+    per_write = ceph.osd_groups[0].per_node_write.value
+    write_cap = Rate.of(hot.nodes.value * per_write.value)
     return StoragePlan(
         managed_service=None,
         tiers=tuple(tiers),
         read_throughput=hot.aggregate_read,
         write_throughput=traced(write_cap, list(hot.nodes.derived_from.spec), "storage.hot_aggregate_write",
-                                f"{hot.nodes.value} nodes x per-node write = {write_cap}"),
+                                f"{hot.nodes.value} nodes x {per_write} per-node client write "
+                                f"({hot.protection.value}) = {write_cap}"),
         nvmeof=_nvmeof(ctx, compute, hot),
         cache=_cache(ctx, compute),
+        ceph=ceph,
     )
 
 

@@ -30,7 +30,9 @@ def test_validate_ok() -> None:
 def test_plan_shows_the_arithmetic() -> None:
     r = run("plan", CANONICAL)
     assert r.returncode == 0, r.stderr
-    for fragment in ("6 nodes x 90GB/s = 540GB/s", "ceil(512 / 8) = 64", "ec-4+2 (chosen)", "replica-3",
+    # the hot tier: 12 Ceph hosts, each bound by 24 OSDs x the catalog's published per-OSD read (planner/ceph.py)
+    for fragment in ("12 nodes x 41.9275GB/s = 503.13GB/s", "ceil(512 / 8) = 64", "ec-4+2 (chosen)",
+                     "replica-3 (chosen)", "24 OSDs x 1.74698GB/s replicated",
                      "leaf switches", "ceil(512 / 64) = 8", "spine switches", "storage fabric", "leaf / spine / core",
                      "3 / 2 / 0", "26 << 2 | ECT(0) = 106", ">= 500 GB/s"):
         assert fragment in r.stdout
@@ -46,7 +48,7 @@ def test_build_and_explain(tmp_path: Path) -> None:
     assert "acceptance.checks.storage.read_throughput = >= 500 GB/s (error)" in r.stdout
     assert "line  22  performance.storage.read_throughput: >=500GB/s" in r.stdout
     r = run("explain", folder, "storage.tiers.hot.nodes")
-    assert "max(read: 500GB/s / 90GB/s per node = 6" in r.stdout
+    assert "max(read: 500GB/s / 41.9275GB/s per node [min(" in r.stdout
 
 
 def test_explain_unknown_path_lists_what_exists(tmp_path: Path) -> None:

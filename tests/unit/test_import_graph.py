@@ -22,8 +22,8 @@ SPEC = "blueprints.spec"
 READS_SPEC = ("blueprints.spec", "blueprints.loader", "blueprints.planner", "blueprints.cli", "blueprints.__main__")
 # The Blueprint side of the contract: what stacks, roles' variables, renderers and validators may build on.
 DOWNSTREAM = ("blueprints.blueprint", "blueprints.hosts", "blueprints.lab_plan", "blueprints.render",
-              "blueprints.commands", "blueprints.rolevars", "blueprints.explain", "blueprints.summary", "stacks",
-              "validators")
+              "blueprints.commands", "blueprints.rolevars", "blueprints.explain", "blueprints.summary",
+              "blueprints.summary_ceph", "stacks", "validators")
 
 
 def _module_name(path: Path) -> str:
@@ -161,6 +161,7 @@ LAYERS = (
      "blueprints.commands"),  # the command registry: it finds stacks' and validators' commands by entry point
     ("blueprints.spec", "blueprints.blueprint"),
     ("blueprints.loader", "blueprints.planner", "blueprints.rolevars", "blueprints.explain", "blueprints.summary",
+     "blueprints.summary_ceph",  # plan's Ceph tables, read from the Blueprint like summary
      "blueprints.secrets"),  # the cluster secrets store: reads the Blueprint for the names that need a secret
     ("blueprints.render",),
     ("stacks", "validators"),
