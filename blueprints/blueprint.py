@@ -559,7 +559,7 @@ class MonitoringPlan(_Frozen):
 
 # acceptance --------------------------------------------------------------------------------------
 
-Tool = Literal["fio", "nccl", "ib_write_bw", "ib_read_lat", "nvme", "qos", "prometheus"]
+Tool = Literal["fio", "nccl", "ib_write_bw", "ib_read_lat", "nvme", "qos", "prometheus", "ceph"]
 
 
 class Check(_Frozen):

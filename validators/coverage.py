@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from blueprints.blueprint import Blueprint
+from blueprints.blueprint import Blueprint, CephPlan
 from validators.outcome import Coverage
 
 
@@ -33,6 +33,7 @@ class Planned(BaseModel):
     host_nqns: dict[str, str] = Field(default_factory=dict,
                                       description="Host -> the NVMe host NQN the Blueprint assigns it (nvmeof.host)")
     gpus_emulated: bool = Field(default=False, description="The lab: the Blueprint itself says there is no GPU")
+    ceph: CephPlan | None = Field(default=None, description="The Ceph cluster the Blueprint plans (storage.ceph)")
 
     @property
     def ranks(self) -> int:
@@ -54,7 +55,7 @@ class Planned(BaseModel):
                    subsystems={h: tuple(n) for h, n in subsystems.items()},
                    paths_per_subsystem=nvmeof.paths_per_subsystem.value if nvmeof else 0,
                    host_nqns={h: nvmeof.host(h).nqn for h in subsystems} if nvmeof else {},
-                   gpus_emulated=bp.lab is not None)
+                   gpus_emulated=bp.lab is not None, ceph=bp.storage.ceph)
 
 
 def cover(what: str, seen: Iterable[str], planned: Iterable[str]) -> Coverage:

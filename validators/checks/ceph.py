@@ -1,0 +1,78 @@
+"""The Ceph cluster in its own words, against the Blueprint's CephPlan: ``ceph status -f json`` must say HEALTH_OK
+with no check muted, every PG active+clean and every planned OSD up and in; ``ceph osd pool ls detail -f json``
+must hold every planned pool with its type, size, min_size, pg_num, autoscale mode, EC profile and, on an EC
+data pool, ec_overwrites. Pools Ceph makes for itself are noted, others the plan does not name too."""
+
+from __future__ import annotations
+
+from blueprints.blueprint import CephPlan, CephPool, Check
+from validators.ceph import CEPH_OWN_POOLS, PoolState, parse_pools, parse_status
+from validators.checks import one_file, rule
+from validators.coverage import Planned, count
+from validators.outcome import Detail, Measurement
+from validators.results import Results
+
+STATUS = ("ceph", "status.json")
+POOLS = ("ceph", "osd-pool-ls-detail.json")
+
+
+def pool_departures(plan: CephPool, got: PoolState) -> list[str]:
+    """How pool ``got`` differs from the plan's, each in Ceph's own setting names."""
+    wanted = {"type": plan.type, "size": plan.size.value, "min_size": plan.min_size.value,
+              "pg_num": plan.pg_num.value, "pg_autoscale_mode": plan.pg_autoscale_mode.value,
+              "erasure_code_profile": plan.erasure_code_profile or ""}
+    out = [f"{key} {getattr(got, key)!r}, planned {value!r}" for key, value in wanted.items()
+           if getattr(got, key) != value]
+    if plan.allow_ec_overwrites and "ec_overwrites" not in got.flags:
+        out.append("allow_ec_overwrites is off (flags: " + ",".join(got.flags) + "), planned true")
+    return [f"pool {plan.name}: {d}" for d in out]
+
+
+def judge_pools(ceph: CephPlan, pools: tuple[PoolState, ...]) -> tuple[list[str], list[str]]:
+    """Violations (a planned pool missing or set otherwise) and notes (pools the plan does not name)."""
+    found = {p.name: p for p in pools}
+    violations: list[str] = []
+    for plan in ceph.pools:
+        got = found.get(plan.name)
+        violations += [f"pool {plan.name} is planned and does not exist"] if got is None else \
+            pool_departures(plan, got)
+    planned = {p.name for p in ceph.pools}
+    own = sorted(n for n in found if n not in planned and n in CEPH_OWN_POOLS)
+    other = sorted(n for n in found if n not in planned and n not in CEPH_OWN_POOLS)
+    notes = ([f"Ceph's own pool(s): {', '.join(own)}"] if own else []) + \
+        ([f"pool(s) the plan does not name: {', '.join(other)}"] if other else [])
+    return violations, notes
+
+
+@rule("storage.ceph_health")
+def ceph_health(check: Check, results: Results, planned: Planned) -> Measurement:
+    ceph = planned.ceph
+    if ceph is None:
+        return Measurement(not_applicable="the Blueprint plans no Ceph cluster")
+    status_file = one_file(check, results, "ceph status output", *STATUS)
+    if isinstance(status_file, Measurement):
+        return status_file.model_copy(update={"coverage": (count("osds", 0, ceph.osds.value),)})
+    pools_file = one_file(check, results, "ceph osd pool ls detail output", *POOLS)
+    if isinstance(pools_file, Measurement):
+        return pools_file.model_copy(update={"coverage": (count("osds", 0, ceph.osds.value),)})
+    status = parse_status(*status_file)
+    pools = parse_pools(*pools_file)
+    violations: list[str] = []
+    if status.health != "HEALTH_OK":
+        violations.append(f"health {status.health}: " + "; ".join(f"{c.code}: {c.summary}" for c in status.checks))
+    if status.mutes:
+        violations.append(f"muted health check(s): {', '.join(status.mutes)}; a muted check is never a pass")
+    if bad := status.not_clean():
+        violations.append("PGs not active+clean: " + ", ".join(f"{p.count} {p.state}" for p in bad))
+    osds = ceph.osds.value
+    if status.num_osds != osds or status.num_up_osds != osds or status.num_in_osds != osds:
+        violations.append(f"OSDs: {status.num_osds} exist, {status.num_up_osds} up, {status.num_in_osds} in; "
+                          f"planned {osds}, all up and in")
+    pool_violations, notes = judge_pools(ceph, pools)
+    violations += pool_violations
+    details = (Detail(where="cluster", value=1.0 if status.health == "HEALTH_OK" else 0.0, unit="bool",
+                      note=f"{status.health}; {status.num_pgs} PGs; {status.num_up_osds}/{status.num_osds} OSDs up"),
+               Detail(where="pools", value=0.0 if pool_violations else 1.0, unit="bool",
+                      note=f"{len(ceph.pools)} planned, {len(pools)} in the cluster"))
+    return Measurement(value=0.0 if violations else 1.0, details=details, notes=tuple(notes),
+                       violations=tuple(violations), coverage=(count("osds", status.num_up_osds, osds),))
