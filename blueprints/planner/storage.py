@@ -82,10 +82,12 @@ def _server_capacity(ctx: PlanContext, server: StorageServer) -> tuple[Size, Dur
 def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float, usable_spec: list[str],
                usable_formula: str, read_target: float = 0.0, write_target: float = 0.0,
                fixed_nodes: int | None = None, problems: list[Problem] | None = None,
-               erasure_only: bool = False) -> TierPlan:
+               prefer_erasure: bool = False) -> TierPlan:
     """Size one tier: for each protection option, the nodes that read, write (Ceph's per-node rates under that
     option, writes after its amplification), raw capacity and failure domains need; keep the option needing
-    fewest nodes, then the least raw capacity (``erasure_only``: among the erasure codes)."""
+    fewest nodes, then the least raw capacity (``prefer_erasure``: an erasure code whenever it needs no more servers
+    than 3 replicas, since only then does it save raw capacity that is bought: with drives fixed per server, an
+    erasure code's k+m+1 hosts can cost more disks than replicas' 4)."""
     server = ctx.catalog.storage_servers[server_name]
     per_cap, latency = _server_capacity(ctx, server)
     spec = list(usable_spec)
@@ -120,8 +122,8 @@ def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float
                                    f"{LAB_OSDS} OSDs: EC 2+1 with failure domain osd (k+m+1 = {LAB_OSDS})"]
     else:
         options = [o for o in options if o.scheme != "none"]  # all weighed in the plan's protection table
-        ranked = sorted(((*need(o), o) for o in options if o.scheme == "erasure" or not erasure_only),
-                        key=lambda t: (t[0], t[2].multiplier))
+        ranked = sorted(((*need(o), o) for o in options),
+                        key=lambda t: (t[0], prefer_erasure and t[2].scheme != "erasure", t[2].multiplier))
         nodes, why, chosen = ranked[0]
         if nodes > MAX_STORAGE_NODES and problems is not None:
             n_read, n_write, n_cap = counts(chosen)
@@ -130,16 +132,17 @@ def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float
             problems.append(Problem(driver, f"the {name} tier needs {nodes} storage servers (" + "; ".join(why)
                                     + f"); expected at most {MAX_STORAGE_NODES} per tier"))
     per_read = node_rates(ctx, server, chosen).read
-    rule = ("storage.ec_saves_raw_against_replicas" if erasure_only else "storage.fewest_nodes_then_least_raw")
-    among = "ec-8+2, ec-6+3, ec-4+2" + ("" if erasure_only else " and replica-3")
+    rule = "storage.ec_where_it_saves_servers" if prefer_erasure else "storage.fewest_nodes_then_least_raw"
+    among = "ec-8+2, ec-6+3, ec-4+2 and replica-3"
     return TierPlan(
         name=name,
         media=server.drive,
         server=server.name,
         usable=traced(Size.of(usable), usable_spec, f"storage.{name}_capacity", usable_formula),
         protection=traced(protection_label(chosen), spec, rule,
-                          f"of {among}: fewest nodes, then least raw capacity"
-                          + (" (an erasure code: raw x1.25-1.5 against 3 replicas' x3)" if erasure_only else "")
+                          f"of {among}: fewest nodes, then " + (
+                              "an erasure code (raw x1.25-1.5 against 3 replicas' x3), then least raw capacity"
+                              if prefer_erasure else "least raw capacity")
                           if fixed_nodes is None else f"lab: {protection_label(chosen)} over {LAB_OSDS} OSDs"),
         alternatives=tuple(options),
         raw=traced(chosen.raw, usable_spec, "storage.raw_from_protection",
@@ -327,12 +330,12 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
             ctx, "warm", "nvme-qlc-server", warm_usable,
             ["data.training_set", "data.hot_fraction", "data.validation_set"],
             f"{req.data.training_set} x (1 - {req.data.hot_fraction}) + {req.data.validation_set} "
-            f"= {Size.of(warm_usable)}", problems=problems, erasure_only=True))
+            f"= {Size.of(warm_usable)}", problems=problems, prefer_erasure=True))
         cold_usable = train + val
         tiers.append(_size_tier(
             ctx, "cold", "hdd-server", cold_usable, ["data.training_set", "data.validation_set"],
             f"archive copy: {req.data.training_set} + {req.data.validation_set} = {Size.of(cold_usable)}",
-            problems=problems, erasure_only=True))
+            problems=problems, prefer_erasure=True))
     _raise_all(ctx, problems)
     ceph = plan_ceph(ctx, compute, qos, tiers[1:])
     per_write = ceph.osd_groups[0].per_node_write.value

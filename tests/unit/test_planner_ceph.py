@@ -64,14 +64,23 @@ def test_cv_training_500tb_hot_tier_is_bound_by_its_osds() -> None:
     assert ceph.failure_domain.value == "host"
 
 
-def test_warm_and_cold_are_erasure_coded_with_room_to_rebuild() -> None:
-    bp = planned(spec())
-    for tier in (t for t in bp.storage.tiers if t.name in ("warm", "cold")):
-        assert tier.protection.value.startswith("ec-")
+def test_warm_and_cold_take_an_erasure_code_where_it_saves_servers() -> None:
+    """With 24 drives a server, a small warm or cold tier needs more servers under EC 4+2 (k+m+1 = 7) than under
+    3 replicas (4): EC would buy more disks, not fewer. Past that size the erasure code needs no more servers than
+    replicas and is taken, with room to rebuild (k+m+1 hosts) and less raw capacity."""
+    small = planned(spec())
+    for tier in (t for t in small.storage.tiers if t.name in ("warm", "cold")):
+        assert (tier.protection.value, tier.nodes.value) == ("replica-3", 4), tier.protection
+        ec = {o.data: o for o in tier.alternatives if o.scheme == "erasure"}[4]
+        assert ec.min_nodes == 7 > tier.nodes.value
+        assert tier.protection.derived_from.rule == "storage.ec_where_it_saves_servers"
+    big = planned(spec(data__training_set="5PB"))
+    for tier in (t for t in big.storage.tiers if t.name in ("warm", "cold")):
+        assert tier.protection.value.startswith("ec-"), tier.protection
         k, m = (int(x) for x in tier.protection.value.removeprefix("ec-").split("+"))
         assert tier.nodes.value >= k + m + 1
         assert tier.raw.value.value < tier.usable.value.value * 3  # saves raw against 3 replicas
-    pools = {p.tier: p for p in _ceph(bp).pools if p.tier}
+    pools = {p.tier: p for p in _ceph(big).pools if p.tier}
     assert pools["warm"].crush_device_class == "qlc" and pools["cold"].crush_device_class == "hdd"
     assert pools["hot"].crush_device_class == "nvme"
     assert all(p.allow_ec_overwrites for p in pools.values() if p.type == "erasure")
@@ -191,7 +200,7 @@ def test_a_tier_past_the_server_bound_names_the_ceph_arithmetic() -> None:
 def test_plan_cli_shows_the_ceph_design_and_exit_2_on_an_unmeetable_target(tmp_path: Path) -> None:
     shown = run("plan", "examples/cv-training-500tb.yaml")
     assert shown.returncode == 0, shown.stderr
-    for text in ("Ceph cluster", "Ceph pools", "cephfs_hot", "24 OSDs x", "k=4 m=2"):
+    for text in ("Ceph cluster", "Ceph pools", "cephfs_hot", "cephfs_warm", "24 OSDs x"):
         assert text in shown.stdout
     lab = run("plan", "examples/lab.yaml")
     assert "lab exceptions to the real-design rules" in lab.stdout
