@@ -1,11 +1,13 @@
 """The cluster's secrets store: one 0600 YAML file per cluster, outside the repository and every build folder.
 
 It holds the NVMe-oF DH-CHAP secret of every host that attaches subsystems and of every storage target (the
-controller's, for bidirectional authentication) and the monitoring stack's basic-auth credentials. ``clustersmith
-build`` calls :func:`ensure`: a file clustersmith wrote (its first line is :data:`HEADER_MARK`) gains entries for
-new hosts and keeps every existing one; a file without that header is the user's, read and never written, and a
-missing entry is bad input; an absent file is generated whole. The build gets only the file's absolute path
-(``ansible/group_vars/all/secrets.yml``: ``clustersmith_secrets_file``); the roles read the file on the controller.
+controller's, for bidirectional authentication), the monitoring stack's basic-auth credentials and, where the
+Blueprint plans Ceph, the cluster's fsid and the cephx keys the ceph role installs (:func:`ceph_entities`).
+``clustersmith build`` calls :func:`ensure`: a file clustersmith wrote (its first line is :data:`HEADER_MARK`) gains
+entries for new hosts and keeps every existing one; a file without that header is the user's, read and never
+written, and a missing entry is bad input; an absent file is generated whole. The build gets only the file's
+absolute path (``ansible/group_vars/all/secrets.yml``: ``clustersmith_secrets_file``); the roles read the file on
+the controller.
 
 Where: ``--secrets FILE``, else ``$CLUSTERSMITH_SECRETS_DIR/<cluster>.yml``, else
 ``$XDG_CONFIG_HOME/clustersmith/secrets/<cluster>.yml`` (``~/.config`` when XDG_CONFIG_HOME is unset).
@@ -18,6 +20,9 @@ import os
 import re
 import secrets
 import stat
+import struct
+import time
+import uuid
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,6 +42,8 @@ DHCHAP_KEY_BYTES = 32  # a 256-bit secret, the size nvme gen-dhchap-key makes fo
 MONITORING_USER = "clustersmith"
 REPO = Path(__file__).resolve().parent.parent
 _DHCHAP = re.compile(r"^DHHC-1:0[0-3]:([A-Za-z0-9+/]+={0,2}):$")
+CEPHX_AES = 1  # CEPH_CRYPTO_AES, the only key type cephx uses (src/include/ceph_fs.h)
+CEPHX_SECRET_BYTES = 16  # AES-128, what ceph-authtool --gen-key makes
 _OPTION = "--secrets"
 
 
@@ -81,11 +88,71 @@ class MonitoringSecrets(_Strict):
                                  description="bcrypt hash of the password, for the exporters' web config")
 
 
+def _check_cephx(value: str) -> str:
+    """A cephx key as a keyring holds it: base64 of CryptoKey's encoding (src/auth/Crypto.cc): type u16 (1, AES),
+    created (u32 seconds, u32 nanoseconds), length u16 (16), then the 16 secret bytes; all little-endian."""
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except ValueError:
+        raise ValueError("expected a cephx key (base64, as ceph-authtool --gen-key prints it)") from None
+    if len(raw) != 12 + CEPHX_SECRET_BYTES:
+        raise ValueError(f"the key decodes to {len(raw)} bytes; expected {12 + CEPHX_SECRET_BYTES} (a cephx AES key)")
+    kind, _, _, length = struct.unpack("<HIIH", raw[:12])
+    if kind != CEPHX_AES or length != CEPHX_SECRET_BYTES:
+        raise ValueError(f"key type {kind}, length {length}; expected type {CEPHX_AES} (AES), length 16")
+    return value
+
+
+class CephSecrets(_Strict):
+    fsid: uuid.UUID = Field(description="The Ceph cluster's fsid, made once and kept")
+    keys: dict[str, str] = Field(default_factory=dict, description="cephx entity (mon., client.admin, mgr.<host>, "
+                                 "...) -> its key")
+
+    @field_validator("keys")
+    @classmethod
+    def _keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, key in value.items():
+            try:
+                _check_cephx(key)
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        return value
+
+
 class ClusterSecrets(_Strict):
     kind: Literal["ClusterSecrets"]
     cluster: str
     nvme_dhchap: DhchapSecrets
     monitoring: MonitoringSecrets
+    ceph: CephSecrets | None = Field(default=None, description="Where the Blueprint plans a Ceph cluster")
+
+
+def cephx_key() -> str:
+    """A new cephx key, encoded as ceph-authtool --gen-key encodes it (see ``_check_cephx``)."""
+    now = time.time_ns()
+    head = struct.pack("<HIIH", CEPHX_AES, now // 10**9, now % 10**9, CEPHX_SECRET_BYTES)
+    return base64.b64encode(head + secrets.token_bytes(CEPHX_SECRET_BYTES)).decode()
+
+
+def ceph_entities(bp: Blueprint) -> list[str]:
+    """The cephx entities whose keys clustersmith makes: the monitors' shared mon. key, client.admin, the OSD
+    bootstrap key (ceph-volume makes each OSD's own key with it), one key per manager and MDS host, and one CephFS
+    client key per GPU node (client.fs-<host>, so one node's key can be revoked alone)."""
+    ceph = bp.storage.ceph
+    if ceph is None:
+        return []
+    return ["mon.", "client.admin", "client.bootstrap-osd", *(f"mgr.{h}" for h in ceph.daemons.manager_hosts),
+            *(f"mds.{h}" for h in ceph.daemons.mds_hosts),
+            *(f"client.fs-{h}" for h in bp.hosts_by_role().get("gpu_client", []))]
+
+
+def _grown_ceph(store: CephSecrets | None, entities: list[str]) -> CephSecrets | None:
+    """``store`` with a key for every entity it lacks (a new store, new fsid, when there was none)."""
+    if not entities:
+        return store
+    have = store.keys if store else {}
+    return CephSecrets(fsid=store.fsid if store else uuid.uuid4(),
+                       keys={**have, **{e: cephx_key() for e in entities if e not in have}})
 
 
 def dhchap_key() -> str:
@@ -117,7 +184,7 @@ def needed(bp: Blueprint) -> tuple[list[str], list[str]]:
 
 
 def header(cluster: str) -> str:
-    return (f"{HEADER_MARK}{cluster}: NVMe-oF DH-CHAP secrets and the monitoring password.\n"
+    return (f"{HEADER_MARK}{cluster}: NVMe-oF DH-CHAP secrets, the monitoring password, Ceph's fsid and keys.\n"
             f"# Keep it mode 0600, outside the repository and every build folder. clustersmith build adds entries for\n"
             f"# new hosts and keeps every existing one; to rotate one, delete its entry, rebuild and rerun site.yml.\n")
 
@@ -183,13 +250,19 @@ def parse(text: str, path: Path, cluster: str) -> ClusterSecrets:
         raise ClusterSmithError(problems, str(path), "bad secrets file") from None
 
 
-def _missing(store: ClusterSecrets, hosts: Iterable[str], targets: Iterable[str]) -> list[Problem]:
+def _missing(store: ClusterSecrets, hosts: Iterable[str], targets: Iterable[str],
+             entities: Iterable[str] = ()) -> list[Problem]:
     problems = [Problem(f"nvme_dhchap.hosts.{h}", "no DH-CHAP secret for this host, which attaches NVMe-oF "
                         "subsystems; expected a DHHC-1 secret (nvme gen-dhchap-key)") for h in hosts
                 if h not in store.nvme_dhchap.hosts]
     problems += [Problem(f"nvme_dhchap.controllers.{t}", "no DH-CHAP controller secret for this storage target; "
                          "expected a DHHC-1 secret (nvme gen-dhchap-key)") for t in targets
                  if t not in store.nvme_dhchap.controllers]
+    have = store.ceph.keys if store.ceph else {}
+    problems += [Problem(f"ceph.keys.{e}", "no cephx key for this Ceph entity; expected a key as ceph-authtool "
+                         "--gen-key prints it") for e in entities if e not in have]
+    if store.ceph is None and entities:
+        problems.insert(0, Problem("ceph.fsid", "no Ceph fsid; expected the cluster's UUID (the Blueprint plans Ceph)"))
     return problems
 
 
@@ -214,18 +287,20 @@ def ensure(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:
     path = (path or default_path(bp.name)).expanduser().absolute()
     _check_place(path, build_folder)
     hosts, targets = needed(bp)
+    entities = ceph_entities(bp)
     if not path.exists() and not path.is_symlink():
         try:
             _write(path, ClusterSecrets(
                 kind="ClusterSecrets", cluster=bp.name, monitoring=new_monitoring(),
                 nvme_dhchap=DhchapSecrets(hosts={h: dhchap_key() for h in hosts},
-                                          controllers={t: dhchap_key() for t in targets})))
+                                          controllers={t: dhchap_key() for t in targets}),
+                ceph=_grown_ceph(None, entities)))
         except OSError as exc:
             raise _bad(path, f"cannot write it: {exc.strerror or exc}; expected a folder this user can write") from None
         return path
     text, _ = _read(path)
     store = parse(text, path, bp.name)
-    missing = _missing(store, hosts, targets)
+    missing = _missing(store, hosts, targets, entities)
     if not missing:
         return path
     if not text.startswith(HEADER_MARK):
@@ -233,7 +308,8 @@ def ensure(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:
     grown = store.model_copy(update={"nvme_dhchap": DhchapSecrets(
         hosts={**store.nvme_dhchap.hosts, **{h: dhchap_key() for h in hosts if h not in store.nvme_dhchap.hosts}},
         controllers={**store.nvme_dhchap.controllers,
-                     **{t: dhchap_key() for t in targets if t not in store.nvme_dhchap.controllers}})})
+                     **{t: dhchap_key() for t in targets if t not in store.nvme_dhchap.controllers}}),
+        "ceph": _grown_ceph(store.ceph, entities)})
     try:
         _write(path, grown)
     except OSError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import os
 import stat
+import struct
 import subprocess
 import sys
 import zlib
@@ -15,7 +16,7 @@ import bcrypt
 import pytest
 import yaml
 
-from blueprints.secrets import HEADER_MARK, ClusterSecrets, dhchap_key
+from blueprints.secrets import HEADER_MARK, ClusterSecrets, cephx_key, dhchap_key
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "examples" / "lab.yaml"
@@ -92,12 +93,50 @@ def test_rebuild_keeps_every_entry_and_adds_new_hosts(tmp_path: Path) -> None:
     assert stat.S_IMODE((secrets_dir / "lab.yml").stat().st_mode) == 0o600
 
 
+LAB_CEPH_ENTITIES = ("mon.", "client.admin", "client.bootstrap-osd", "mgr.storage-1", "mds.storage-1",
+                     "client.fs-client-1", "client.fs-client-2")
+
+
+def test_ceph_fsid_and_keys_are_made_once_kept_and_grown(tmp_path: Path) -> None:
+    """The lab plans Ceph: one fsid, cephx keys for the monitors, admin, OSD bootstrap, each manager and MDS host and
+    each GPU node's CephFS client; a rebuild keeps them, a third client gets its own key and the rest stay."""
+    secrets_dir = tmp_path / "secrets"
+    assert build(LAB, tmp_path / "out", secrets_dir).returncode == 0
+    first = load(secrets_dir / "lab.yml").ceph
+    assert first is not None and tuple(first.keys) == LAB_CEPH_ENTITIES
+    grown = build(lab_spec(tmp_path, clients=3), tmp_path / "out", secrets_dir)
+    assert grown.returncode == 0, grown.stderr
+    after = load(secrets_dir / "lab.yml").ceph
+    assert after is not None and after.fsid == first.fsid
+    assert after.keys == {**first.keys, "client.fs-client-3": after.keys["client.fs-client-3"]}
+    assert not any(key in p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file()
+                   for key in after.keys.values())
+
+
+def test_a_cephx_key_is_encoded_as_ceph_authtool_encodes_it() -> None:
+    """AQD4DA9rlwbXCxAAM/x3owQ7YMr0I413DW1dcA== is the client.admin key ceph-authtool --gen-key (Ceph 16.2.15) made
+    for the throw-away loopback cluster of tests/fixtures/ceph/record.sh (destroyed after the recording): type 1,
+    created, length 16, 16 bytes. A key made here has the same layout."""
+    real = base64.b64decode("AQD4DA9rlwbXCxAAM/x3owQ7YMr0I413DW1dcA==")
+    made = base64.b64decode(cephx_key())
+    for raw in (real, made):
+        kind, _, _, length = struct.unpack("<HIIH", raw[:12])
+        assert (len(raw), kind, length) == (28, 1, 16)
+    ClusterSecrets.model_validate({"kind": "ClusterSecrets", "cluster": "x", "nvme_dhchap": {},
+                                   "monitoring": {"username": "u", "password": "p" * 16,
+                                                  "password_bcrypt": "$2b$04$" + "a" * 53},
+                                   "ceph": {"fsid": "6f1c9a64-3a6e-4d7e-9a57-1d2a4f0c5b11",
+                                            "keys": {"client.admin": "AQD4DA9rlwbXCxAAM/x3owQ7YMr0I413DW1dcA=="}}})
+
+
 def user_file(path: Path, hosts: dict[str, str], mode: int = 0o600) -> str:
     hashed = bcrypt.hashpw(b"a-user-chosen-password", bcrypt.gensalt(4)).decode()
     text = yaml.safe_dump({"kind": "ClusterSecrets", "cluster": "lab",
                            "nvme_dhchap": {"hosts": hosts, "controllers": {"storage-1": dhchap_key()}},
                            "monitoring": {"username": "ops", "password": "a-user-chosen-password",
-                                          "password_bcrypt": hashed}})
+                                          "password_bcrypt": hashed},
+                           "ceph": {"fsid": "6f1c9a64-3a6e-4d7e-9a57-1d2a4f0c5b11",
+                                    "keys": {e: cephx_key() for e in LAB_CEPH_ENTITIES}}})
     path.write_text(text)
     path.chmod(mode)
     return text
@@ -127,7 +166,9 @@ def test_a_users_file_is_read_only_and_a_missing_entry_is_exit_2(tmp_path: Path)
     ("a: &x [1]\nb: *x\n", 0o600, "aliases"),
     ("kind: ClusterSecrets\ncluster: lab\nnvme_dhchap: {hosts: {client-1: 'DHHC-1:00:AAAA:'}}\nmonitoring: {}\n",
      0o600, "nvme_dhchap.hosts"),
-], ids=["mode", "kind", "cluster", "not-yaml", "list", "alias", "bad-secret"])
+    ("kind: ClusterSecrets\ncluster: lab\nnvme_dhchap: {}\nmonitoring: {}\nceph: {fsid: 6f1c9a64-3a6e-4d7e-9a57-"
+     "1d2a4f0c5b11, keys: {mon.: 'AAAA'}}\n", 0o600, "ceph.keys"),
+], ids=["mode", "kind", "cluster", "not-yaml", "list", "alias", "bad-secret", "bad-cephx-key"])
 def test_bad_file_is_exit_2_naming_it(tmp_path: Path, content: str, mode: int, expected: str) -> None:
     path = tmp_path / "bad.yml"
     path.write_text(content)
