@@ -24,7 +24,7 @@ import struct
 import time
 import uuid
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -51,6 +51,16 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _each(entries: dict[str, str], check: Callable[[str], str]) -> dict[str, str]:
+    """``entries`` with every value passing ``check``; the first that does not names its entry."""
+    for name, value in entries.items():
+        try:
+            check(value)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    return entries
+
+
 def _check_dhchap(value: str) -> str:
     """A DH-HMAC-CHAP secret in the NVMe representation: ``DHHC-1:<hash>:<base64 of key and its CRC-32>:``."""
     found = _DHCHAP.match(value)
@@ -73,12 +83,7 @@ class DhchapSecrets(_Strict):
     @field_validator("hosts", "controllers")
     @classmethod
     def _secrets(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, secret in value.items():
-            try:
-                _check_dhchap(secret)
-            except ValueError as exc:
-                raise ValueError(f"{name}: {exc}") from None
-        return value
+        return _each(value, _check_dhchap)
 
 
 class MonitoringSecrets(_Strict):
@@ -111,12 +116,7 @@ class CephSecrets(_Strict):
     @field_validator("keys")
     @classmethod
     def _keys(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, key in value.items():
-            try:
-                _check_cephx(key)
-            except ValueError as exc:
-                raise ValueError(f"{name}: {exc}") from None
-        return value
+        return _each(value, _check_cephx)
 
 
 class ClusterSecrets(_Strict):
