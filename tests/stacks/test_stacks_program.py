@@ -40,7 +40,9 @@ def test_static_example_program_needs_the_racks_filled_in(built_examples: Path, 
     machines_file(load_blueprint(work), work / "pulumi" / "machines.yaml")
     built = run_program(work / "pulumi")
     out = StackOutputs.parse(built.outputs)
-    assert out.provider == "baremetal" and len(out.hosts) == 77
+    bp = load_blueprint(work)
+    planned = sum(len(names) for names in bp.hosts_by_role().values())
+    assert out.provider == "baremetal" and len(out.hosts) == planned == 85  # 64 GPU, 12 + 4 + 4 Ceph, 1 monitoring
     assert [r.typ for r in built.mocks.resources] == ["clustersmith:baremetal:StaticCluster"]
 
 
