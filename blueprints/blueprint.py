@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Generic, Literal, TypeVar
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -18,28 +18,14 @@ from blueprints.errors import ClusterSmithError, Problem
 from blueprints.hosts import HostGroup, HostRole, names_by_role
 from blueprints.lab_plan import LabPlan
 from blueprints.textsafe import one_line
+from blueprints.traced import Provenance as Provenance  # re-exported: importers take them with the models
+from blueprints.traced import Traced as Traced
+from blueprints.traced import traced as traced
 from blueprints.units import Duration, Rate, Ratio, Size
-
-T = TypeVar("T")
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Provenance(_Frozen):
-    spec: tuple[str, ...] = Field(description="Spec paths the value was derived from")
-    rule: str = Field(description="Planner rule that derived it")
-    formula: str = Field(default="", description="The arithmetic, with the numbers used")
-
-
-class Traced(_Frozen, Generic[T]):
-    value: T
-    derived_from: Provenance
-
-
-def traced(value: T, spec: tuple[str, ...] | list[str], rule: str, formula: str = "") -> Traced[T]:
-    return Traced[T](value=value, derived_from=Provenance(spec=tuple(spec), rule=rule, formula=formula))
 
 
 # compute -----------------------------------------------------------------------------------------
