@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from blueprints.hosts import HostRole
+from blueprints.traced import Traced
 
 
 class _Frozen(BaseModel):
@@ -37,10 +38,25 @@ class LabHost(_Frozen):
     disks: tuple[LabDisk, ...] = Field(default=(), description="Extra block devices for storage tiering")
 
 
+LabKernelName = Literal["bookworm", "bookworm-backports"]
+
+
+class LabKernel(_Frozen):
+    name: LabKernelName = Field(description="Which Debian kernel the lab boots, as the spec names it")
+    apt_suite: str = Field(description="Debian suite whose linux-image-amd64 names the kernel package, e.g. "
+                                       "bookworm-backports")
+    machine_index: bool = Field(description="True: resolved and fetched with the machine's own apt index (its "
+                                            "sources list the suite); False: with a private apt index of the "
+                                            "machine's mirror and this suite, verified by the system keyring")
+    release_series: str = Field(description="The kernel series the suite carries, e.g. 6.12 (informational)")
+    nvme_auth: bool = Field(description="Built with CONFIG_NVME_HOST_AUTH and CONFIG_NVME_TARGET_AUTH (DH-CHAP)")
+
+
 class LabImage(_Frozen):
     suite: str = Field(description="Debian suite the root file system is bootstrapped from")
     packages: tuple[str, ...] = Field(description="Debian packages installed into the image")
     kernel_modules: tuple[str, ...] = Field(description="Kernel modules copied from the Debian kernel package")
+    kernel: Traced[LabKernel] = Field(description="The kernel the VMs boot and what it can do")
 
 
 class LabPlan(_Frozen):

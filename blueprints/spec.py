@@ -203,6 +203,9 @@ class LabTarget(_Strict):
     storage_targets: int = Field(default=1, ge=1, le=2, description="Storage-target VMs")
     rails: int = Field(default=2, ge=1, le=4, description="Rails: private L2 segments, one NIC per VM each")
     memory: Size = Field(default=Size.parse("2GiB"), description="Memory per VM, 1GiB to 64GiB")
+    kernel: Literal["bookworm", "bookworm-backports"] = Field(
+        default="bookworm", description="The Debian kernel the VMs boot: bookworm (6.1) or bookworm-backports "
+                                        "(6.12, with NVMe DH-CHAP)")
 
     @model_validator(mode="after")
     def _memory_fits(self) -> LabTarget:

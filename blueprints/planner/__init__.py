@@ -8,6 +8,7 @@ resolves everything downstream needs (``target``, ``hosts``, and ``spec_values``
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from blueprints.blueprint import Blueprint, TargetPlan, Traced
@@ -79,13 +80,14 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
     ctx = PlanContext(req=req, catalog=catalog or load_catalog(), spec_file=spec_file)
     compute = plan_compute(ctx)
     fabric = plan_fabric(ctx, compute)
+    lab = plan_lab(req.target, fabric) if isinstance(req.target, LabTarget) else None
+    ctx = replace(ctx, lab=lab)
     qos = plan_qos(ctx, fabric)
     nccl = plan_nccl(ctx, compute, fabric, qos)
     storage = plan_storage(ctx, compute, qos)
     network = plan_management_network(req)
     monitoring = plan_monitoring(ctx, compute, storage, network)
     acceptance = plan_acceptance(ctx, compute, fabric, qos, nccl, storage)
-    lab = plan_lab(req.target, fabric) if isinstance(req.target, LabTarget) else None
     notes: list[str] = []
     if lab is not None:
         notes.append("lab: real kernels, emulated throughput; performance checks are informational")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from blueprints.catalog import Catalog
 from blueprints.errors import InfeasibleError, Problem
+from blueprints.lab_plan import LabPlan
 from blueprints.spec import Requirements
 
 
@@ -15,6 +16,7 @@ class PlanContext:
     req: Requirements
     catalog: Catalog
     spec_file: str = "<spec>"
+    lab: LabPlan | None = None  # planned right after the fabric, so the rules after it read the lab's kernel
 
     @property
     def provider(self) -> str:

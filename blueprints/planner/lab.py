@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from blueprints.blueprint import FabricPlan
-from blueprints.lab_plan import LabDisk, LabHost, LabImage, LabPlan, LabRail
+from blueprints.lab_plan import LabDisk, LabHost, LabImage, LabKernel, LabKernelName, LabPlan, LabRail
 from blueprints.spec import LabTarget
+from blueprints.traced import Traced, traced
 
 LAB_SUITE = "bookworm"
 LAB_PACKAGES = (
@@ -22,6 +23,18 @@ LAB_MODULES = (
     "ext4",  # the tiered file system storage_tiering mounts on the dm-cache volume
     "crc32_generic",  # rdma_rxe computes the RoCE ICRC with the "crc32" crypto algorithm, a module in Debian
 )
+# What each kernel the lab can boot is, read from the packages' own /boot/config-* (dpkg -x of the .deb apt fetched):
+# - bookworm: linux-image-6.1.0-57-amd64 6.1.192-3 (bookworm-security, the machine's own apt index):
+#   "# CONFIG_NVME_AUTH is not set", "# CONFIG_NVME_TARGET_AUTH is not set".
+# - bookworm-backports: linux-image-6.12.95+deb12-amd64 6.12.95-1~bpo12+1 (http://deb.debian.org/debian
+#   dists/bookworm-backports, which the machine's apt sources do not list): CONFIG_NVME_AUTH=m,
+#   CONFIG_NVME_HOST_AUTH=y, CONFIG_NVME_TARGET_AUTH=y (CONFIG_CRYPTO_DH/HMAC/SHA256/SHA512=y).
+LAB_KERNELS: dict[LabKernelName, LabKernel] = {
+    "bookworm": LabKernel(name="bookworm", apt_suite="bookworm", machine_index=True, release_series="6.1",
+                          nvme_auth=False),
+    "bookworm-backports": LabKernel(name="bookworm-backports", apt_suite="bookworm-backports", machine_index=False,
+                                    release_series="6.12", nvme_auth=True),
+}
 FAST_DISK = 1 << 30
 SLOW_DISK = 4 << 30
 # One vCPU per guest. With two, a TCG guest's kernel locked up for good under load, twice in two lab tiers (stop 12's
@@ -38,6 +51,15 @@ def rail_subnet(index: int) -> str:
     return f"10.77.{index}.0/24"
 
 
+def lab_kernel(target: LabTarget) -> Traced[LabKernel]:
+    chosen = LAB_KERNELS[target.kernel]
+    auth = "with" if chosen.nvme_auth else "without"
+    index = "the machine's own apt index" if chosen.machine_index else "a private apt index of the machine's mirror"
+    return traced(chosen, ["target.kernel"], "lab.kernel_from_the_spec",
+                  f"{chosen.name}: Debian's {chosen.release_series} kernel, linux-image-amd64 of {chosen.apt_suite} "
+                  f"through {index}, {auth} NVMe DH-CHAP (CONFIG_NVME_TARGET_AUTH)")
+
+
 def plan_lab(target: LabTarget, fabric: FabricPlan) -> LabPlan:
     memory_mib = int(target.memory.value // (1 << 20))
     hosts = [LabHost(name=f"storage-{i + 1}", role="storage_target", memory_mib=memory_mib, cpus=LAB_VCPUS,
@@ -49,4 +71,5 @@ def plan_lab(target: LabTarget, fabric: FabricPlan) -> LabPlan:
     rails = [LabRail(index=i, name=f"rail{i}", subnet=rail_subnet(i), mtu=fabric.mtu.value)
              for i in range(target.rails)]
     return LabPlan(hosts=tuple(hosts), rails=tuple(rails),
-                   image=LabImage(suite=LAB_SUITE, packages=LAB_PACKAGES, kernel_modules=LAB_MODULES))
+                   image=LabImage(suite=LAB_SUITE, packages=LAB_PACKAGES, kernel_modules=LAB_MODULES,
+                                  kernel=lab_kernel(target)))

@@ -207,15 +207,16 @@ def _check_client_ingest(ctx: PlanContext, compute: ComputePlan) -> list[Problem
 # reinstalled host keeps its NQN, so every subsystem's allowed hosts are known when planning), and the prefix says
 # which nvmet host entries are the cluster's. Host n of cluster c: nqn.2026-11.io.clustersmith:c:host:<name>.
 HOST_NQN_AUTHORITY = "nqn.2026-11.io.clustersmith"
-# Debian bookworm's kernel (6.1, the lab's linux-image-6.1.0-57-amd64, /boot/config-6.1.0-57-amd64) is built with
-# "# CONFIG_NVME_AUTH is not set" and "# CONFIG_NVME_TARGET_AUTH is not set": its nvmet has no dhchap_key.
-LAB_KERNEL_AUTH = "Debian bookworm's 6.1 kernel (the lab's) is built without CONFIG_NVME_AUTH/CONFIG_NVME_TARGET_AUTH"
-
-
 def _nvmeof_auth(ctx: PlanContext) -> Traced[Literal["dhchap", "none"]]:
-    if ctx.is_lab:
-        return traced("none", ["target.provider"], "nvmeof.auth_where_the_kernel_can",
-                      f"lab: {LAB_KERNEL_AUTH}; allowed_hosts only")
+    if ctx.lab is not None:
+        kernel = ctx.lab.image.kernel.value
+        if not kernel.nvme_auth:
+            return traced("none", ["target.provider", "target.kernel"], "nvmeof.auth_where_the_kernel_can",
+                          f"lab: Debian's {kernel.release_series} kernel ({kernel.name}) is built without "
+                          "CONFIG_NVME_AUTH/CONFIG_NVME_TARGET_AUTH; allowed_hosts only")
+        return traced("dhchap", ["target.provider", "target.kernel"], "nvmeof.auth_where_the_kernel_can",
+                      f"lab: Debian's {kernel.release_series} kernel ({kernel.name}) has CONFIG_NVME_TARGET_AUTH: "
+                      "bidirectional DH-HMAC-CHAP, hmac(sha256), secrets from the cluster's secrets file")
     return traced("dhchap", ["target.provider"], "nvmeof.auth_where_the_kernel_can",
                   "bidirectional DH-HMAC-CHAP, hmac(sha256), secrets from the cluster's secrets file")
 

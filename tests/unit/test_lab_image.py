@@ -7,11 +7,15 @@ from pathlib import Path
 import pytest
 
 from blueprints.lab_plan import LabImage
+from blueprints.planner.lab import lab_kernel
+from blueprints.spec import LabTarget
 from stacks.lab import image
 from stacks.lab.kernel import KernelPackage
 
 KERNEL = KernelPackage(name="linux-image-6.1.0-57-amd64", version="6.1.192-3")
-BASE = LabImage(suite="bookworm", packages=("fio", "nvme-cli"), kernel_modules=("rdma_rxe", "nvmet-rdma"))
+BOOKWORM = lab_kernel(LabTarget(provider="lab"))
+BASE = LabImage(suite="bookworm", packages=("fio", "nvme-cli"), kernel_modules=("rdma_rxe", "nvmet-rdma"),
+                kernel=BOOKWORM)
 
 
 def key(img: LabImage, kernel: KernelPackage = KERNEL) -> str:
@@ -19,7 +23,8 @@ def key(img: LabImage, kernel: KernelPackage = KERNEL) -> str:
 
 
 def test_key_is_stable_and_ignores_order_and_spelling() -> None:
-    same = LabImage(suite="bookworm", packages=("nvme-cli", "fio", "fio"), kernel_modules=("nvmet_rdma", "rdma_rxe"))
+    same = LabImage(suite="bookworm", packages=("nvme-cli", "fio", "fio"), kernel_modules=("nvmet_rdma", "rdma_rxe"),
+                    kernel=BOOKWORM)
     assert key(BASE) == key(same)
 
 
@@ -29,6 +34,7 @@ def test_key_is_stable_and_ignores_order_and_spelling() -> None:
         BASE.model_copy(update={"suite": "trixie"}),
         BASE.model_copy(update={"packages": ("fio", "nvme-cli", "lvm2")}),
         BASE.model_copy(update={"kernel_modules": ("rdma_rxe",)}),
+        BASE.model_copy(update={"kernel": lab_kernel(LabTarget(provider="lab", kernel="bookworm-backports"))}),
     ],
 )
 def test_key_changes_with_each_input(changed: LabImage) -> None:
