@@ -1,7 +1,7 @@
 """The shared guest image: kernel + initramfs, cached under the user's cache dir by its inputs.
 
-The cache key hashes everything the image is built from (suite, packages, modules, the exact
-kernel package version, the guest files and ``BUILD_VERSION``), so a change to any of them
+The cache key hashes everything the image is built from (suite, packages, modules, the kernel's apt suite and
+exact package version, the guest files and ``BUILD_VERSION``), so a change to any of them
 builds a new image and nothing else does. A build happens in a temp dir that is renamed into
 place only once complete, under a lock, so an interrupted build never looks finished.
 """
@@ -22,11 +22,12 @@ from pydantic import BaseModel, ConfigDict
 
 from blueprints.lab_plan import LabImage
 from stacks.lab import initramfs, kernel, rootfs
+from stacks.lab.apt_index import MACHINE_INDEX, AptIndex, private_index
 from stacks.lab.errors import LabError
 from stacks.lab.mirror import find_mirror
 from stacks.lab.progress import Progress, ProgressEvent, log_progress
 
-BUILD_VERSION = 5  # bump when the build steps change in a way the inputs do not show
+BUILD_VERSION = 6  # bump when the build steps change in a way the inputs do not show
 MANIFEST = "manifest.json"
 
 
@@ -39,6 +40,7 @@ class ImageInputs(BaseModel):
     suite: str
     packages: tuple[str, ...]
     kernel_modules: tuple[str, ...]
+    kernel_suite: str
     kernel_package: str
     kernel_version: str
     guest_files_sha256: str
@@ -76,12 +78,21 @@ def cache_root() -> Path:
     return Path(base) / "clustersmith" / "lab"
 
 
+def kernel_index(image: LabImage, root: Path) -> AptIndex:
+    """The apt index the image's kernel comes from: the machine's own, or a private one under ``root``."""
+    chosen = image.kernel.value
+    if chosen.machine_index:
+        return MACHINE_INDEX
+    return private_index(root / "apt" / chosen.apt_suite, find_mirror(image.suite), chosen.apt_suite)
+
+
 def inputs_for(image: LabImage, package: kernel.KernelPackage) -> ImageInputs:
     return ImageInputs(
         build_version=BUILD_VERSION,
         suite=image.suite,
         packages=tuple(rootfs.packages(image.packages)),
         kernel_modules=tuple(sorted({kernel.module_name(m) for m in (*kernel.BOOT_MODULES, *image.kernel_modules)})),
+        kernel_suite=image.kernel.value.apt_suite,
         kernel_package=package.name,
         kernel_version=package.version,
         guest_files_sha256=hashlib.sha256(rootfs.guest_files_digest_input()).hexdigest(),
@@ -118,7 +129,8 @@ def load(directory: Path) -> BuiltImage | None:
 def ensure(image: LabImage, progress: Progress = log_progress, root: Path | None = None) -> BuiltImage:
     """The cached image for ``image``, built first if missing."""
     root = root or cache_root()
-    package = kernel.resolve_package()
+    index = kernel_index(image, root)
+    package = kernel.resolve_package(index)
     inputs = inputs_for(image, package)
     final = root / inputs.key()
     cached = load(final)
@@ -134,7 +146,7 @@ def ensure(image: LabImage, progress: Progress = log_progress, root: Path | None
             shutil.rmtree(stale, ignore_errors=True)
         work = Path(tempfile.mkdtemp(prefix=f".build-{inputs.key()}-", dir=root))
         try:
-            built = _build(inputs, package, image, work, progress)
+            built = _build(inputs, package, index, image, work, progress)
             if final.exists():
                 shutil.rmtree(final)
             os.rename(work / "out", final)
@@ -145,13 +157,14 @@ def ensure(image: LabImage, progress: Progress = log_progress, root: Path | None
 
 
 def _build(
-    inputs: ImageInputs, package: kernel.KernelPackage, image: LabImage, work: Path, progress: Progress
+    inputs: ImageInputs, package: kernel.KernelPackage, index: AptIndex, image: LabImage, work: Path,
+    progress: Progress,
 ) -> BuiltImage:
     start = time.monotonic()
     out = work / "out"
     out.mkdir()
-    progress(ProgressEvent("image", f"fetching {package.name} {package.version}"))
-    tree = kernel.fetch(package, work / "kernel")
+    progress(ProgressEvent("image", f"fetching {package.name} {package.version} ({inputs.kernel_suite})"))
+    tree = kernel.fetch(package, work / "kernel", index)
     mirror = find_mirror(image.suite)
     root = work / "root"
     progress(ProgressEvent("image", f"debootstrap {image.suite} from {mirror}"))

@@ -1,7 +1,9 @@
 """The guest kernel: Debian's own ``linux-image-*-amd64`` package, unpacked with ``dpkg -x``.
 
 Only the modules the plan names (plus what they depend on, hard or soft) are copied into the image;
-``depmod -b`` then indexes that subset so ``modprobe`` works inside the guest.
+``depmod -b`` then indexes that subset so ``modprobe`` works inside the guest. A name the kernel builds in
+(``modules.builtin``) needs nothing copied; a soft dependency may name an alias (``crypto-crc32c``), resolved
+through ``modules.alias``; a name that is none of these is an error, never skipped.
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from stacks.lab.apt_index import MACHINE_INDEX, AptIndex, prepare
 from stacks.lab.errors import LabError
 
 META_PACKAGE = "linux-image-amd64"
@@ -69,17 +72,23 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def resolve_package() -> KernelPackage:
-    """The kernel apt would install today, e.g. ``linux-image-6.1.0-57-amd64`` ``6.1.192-3``."""
-    name = parse_depends(_run(["apt-cache", "depends", META_PACKAGE]))
-    return KernelPackage(name=name, version=parse_candidate(_run(["apt-cache", "policy", name])))
+def resolve_package(index: AptIndex = MACHINE_INDEX) -> KernelPackage:
+    """The kernel apt would install today from ``index``, e.g. ``linux-image-6.1.0-57-amd64`` ``6.1.192-3``.
+
+    A private index is brought up to date first (``apt-get update`` verifies its InRelease with the system keyring).
+    """
+    if index.private:
+        prepare(index)
+        _run(["apt-get", *index.options, "update"])
+    name = parse_depends(_run(["apt-cache", *index.options, "depends", META_PACKAGE]))
+    return KernelPackage(name=name, version=parse_candidate(_run(["apt-cache", *index.options, "policy", name])))
 
 
-def fetch(package: KernelPackage, workdir: Path) -> KernelTree:
+def fetch(package: KernelPackage, workdir: Path, index: AptIndex = MACHINE_INDEX) -> KernelTree:
     """Download the package with ``apt-get download`` and unpack it with ``dpkg -x`` under workdir."""
     workdir.mkdir(parents=True, exist_ok=True)
     workdir.chmod(0o755)  # apt's sandbox user must be able to write the .deb here
-    _run(["apt-get", "download", f"{package.name}={package.version}"], cwd=workdir)
+    _run(["apt-get", *index.options, "download", f"{package.name}={package.version}"], cwd=workdir)
     debs = sorted(workdir.glob(f"{package.name}_*.deb"))
     if not debs:
         raise LabError(f"apt-get download left no {package.name} .deb in {workdir}")
@@ -118,35 +127,84 @@ def parse_softdeps(text: str) -> dict[str, list[str]]:
     return table
 
 
-def closure(wanted: list[str], deps: dict[str, tuple[str, list[str]]], softdeps: dict[str, list[str]]) -> list[str]:
-    """Every module needed to load ``wanted``, as relative paths, sorted; unknown names are an error.
+def parse_builtin(text: str) -> set[str]:
+    """``modules.builtin``: the names of what the kernel image holds itself."""
+    return {module_name(line.strip()) for line in text.splitlines() if line.strip()}
 
-    Soft dependencies are followed when the kernel ships them, and skipped when it does not
-    (they are often built in).
+
+def parse_aliases(text: str) -> dict[str, list[str]]:
+    """``modules.alias`` as ``alias -> [module names]`` (dashes read as underscores, as modprobe reads them)."""
+    table: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] == "alias":
+            table.setdefault(words[1].replace("-", "_"), []).append(module_name(words[2]))
+    return table
+
+
+@dataclass(frozen=True)
+class ModuleIndex:
+    """What a kernel tree's module files say: dependencies, soft dependencies, built-ins and aliases."""
+
+    deps: dict[str, tuple[str, list[str]]]
+    softdeps: dict[str, list[str]] = field(default_factory=dict)
+    builtin: set[str] = field(default_factory=set)
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+
+    def resolve(self, name: str) -> list[str] | None:
+        """The loadable modules ``name`` stands for ([] when built in), or None when the kernel has nothing by it."""
+        key = module_name(name)
+        if key in self.deps:
+            return [key]
+        if key in self.builtin:
+            return []
+        loadable = [t for t in self.aliases.get(name.replace("-", "_"), []) if t in self.deps]
+        return loadable or None
+
+
+def closure(wanted: list[str], index: ModuleIndex) -> list[str]:
+    """Every module needed to load ``wanted``, as relative paths, sorted; a name the kernel lacks is an error.
+
+    Built-in names need nothing copied. Soft dependencies are followed, by module name or alias (every module an
+    alias names is copied, so modprobe can pick); one the kernel has nothing by is an error naming who wants it.
     """
-    missing = [m for m in wanted if module_name(m) not in deps]
+    missing = [m for m in wanted if index.resolve(m) is None]
     if missing:
-        raise LabError(f"the kernel package has no module(s) {', '.join(missing)}")
+        raise LabError(f"the kernel package has no module(s) {', '.join(missing)}, neither as a module file nor "
+                       "built in (modules.dep, modules.builtin)")
     seen: set[str] = set()
-    todo = [module_name(m) for m in wanted]
+    todo = [name for m in wanted for name in index.resolve(m) or []]
     while todo:
         name = todo.pop()
-        if name in seen or name not in deps:
+        if name in seen:
             continue
         seen.add(name)
-        todo.extend(deps[name][1])
-        todo.extend(softdeps.get(name, []))
-    return sorted(deps[name][0] for name in seen)
+        todo.extend(index.deps[name][1])
+        for soft in index.softdeps.get(name, []):
+            found = index.resolve(soft)
+            if found is None:
+                raise LabError(f"module {name} has soft dependency {soft}, which the kernel package has neither as a "
+                               "module, an alias nor built in")
+            todo.extend(found)
+    return sorted(index.deps[name][0] for name in seen)
+
+
+def read_index(modules_dir: Path) -> ModuleIndex:
+    """The module index of an unpacked tree after ``depmod -b`` (softdep, builtin and alias files when present)."""
+
+    def text(name: str) -> str:
+        path = modules_dir / name
+        return path.read_text() if path.exists() else ""
+
+    return ModuleIndex(deps=parse_modules_dep(text("modules.dep")), softdeps=parse_softdeps(text("modules.softdep")),
+                       builtin=parse_builtin(text("modules.builtin")), aliases=parse_aliases(text("modules.alias")))
 
 
 def install_modules(tree: KernelTree, wanted: list[str], rootfs: Path) -> list[str]:
     """Copy the closure of ``wanted`` into ``rootfs`` and index it there; returns the copied paths."""
     base = tree.modules_dir.parents[2]
     _run(["depmod", "-b", str(base), tree.release])
-    deps = parse_modules_dep((tree.modules_dir / "modules.dep").read_text())
-    softdep_file = tree.modules_dir / "modules.softdep"
-    softdeps = parse_softdeps(softdep_file.read_text()) if softdep_file.exists() else {}
-    paths = closure([*BOOT_MODULES, *wanted], deps, softdeps)
+    paths = closure([*BOOT_MODULES, *wanted], read_index(tree.modules_dir))
     target = rootfs / "usr" / "lib" / "modules" / tree.release
     for rel in paths:
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
