@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from blueprints.blueprint import Blueprint, load_blueprint
 from stacks.lab import Lab
@@ -36,6 +37,9 @@ from tests.default_lab import default_lab_plan
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/lab.yaml"
+# Which kernel the example lab boots: unset, what examples/lab.yaml plans (target.kernel's default); set (bookworm or
+# bookworm-backports), a copy of the example with that target.kernel, to run the tier on another kernel.
+LAB_KERNEL_ENV = "CLUSTERSMITH_LAB_KERNEL"
 # Lab test modules run in this order: the default lab's own tests (they end by stopping it), then on the example
 # lab the role scenarios (they converge it role by role), then site.yml and what needs the whole lab converged.
 MODULE_ORDER = ("test_lab_e2e", "test_lab_cleanup", "test_role_scenarios", "test_storage_path_e2e",
@@ -134,6 +138,18 @@ def tail(done: subprocess.CompletedProcess[str], size: int = 6000) -> str:
     return (done.stdout + done.stderr)[-size:]
 
 
+def example_spec(out: Path) -> Path:
+    """examples/lab.yaml, or with ``CLUSTERSMITH_LAB_KERNEL`` set a copy of it with that ``target.kernel``."""
+    kernel = os.environ.get(LAB_KERNEL_ENV)
+    if not kernel:
+        return REPO / EXAMPLE
+    spec = yaml.safe_load((REPO / EXAMPLE).read_text())
+    spec["target"]["kernel"] = kernel
+    copy = out / "lab-spec.yaml"
+    copy.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return copy
+
+
 @pytest.fixture(scope="session")
 def example_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleLab]:
     """`clustersmith build examples/lab.yaml` then `clustersmith lab up`; `lab down` at the end of the session.
@@ -147,7 +163,7 @@ def example_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleLab
         yield ExampleLab(load_blueprint(folder), folder, Lab.attach(folder))
         return
     out = tmp_path_factory.mktemp("example-lab")
-    built = run([sys.executable, "-m", "blueprints", "build", EXAMPLE, "-o", out], timeout=300)
+    built = run([sys.executable, "-m", "blueprints", "build", example_spec(out), "-o", out], timeout=300)
     assert built.returncode == 0, tail(built)
     folder = out / "lab"
     started = time.monotonic()
