@@ -6,8 +6,6 @@ image, boot the VMs and wire the rails.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from blueprints.hosts import HostRole
@@ -18,7 +16,10 @@ class _Frozen(BaseModel):
 
 
 class LabDisk(_Frozen):
-    name: Literal["fast", "slow"] = Field(description="fast: the NVMe-like cache device; slow: the backing device")
+    name: str = Field(
+        pattern=r"^(fast|slow|osd[0-9]+)$",
+        description="fast: the NVMe-like cache device; slow: the backing device; osdN: a Ceph OSD's device",
+    )
     size_bytes: int = Field(gt=0, description="Size of the sparse disk image in bytes")
 
 
