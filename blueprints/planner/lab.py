@@ -33,8 +33,10 @@ SLOW_DISK = 4 << 30
 LAB_VCPUS = 1
 # Ceph from Debian's packages (issue 18), not yet in the default image: tests/bench_ceph_lab.py measures an image with
 # them first (stacks/lab/CEPH_MEASURED.md). bookworm has no ceph-volume package: ceph-volume ships in ceph-osd.
-# attr gives setfattr for CephFS directory layouts (ceph.dir.layout.pool).
-CEPH_PACKAGES = ("ceph-mon", "ceph-mgr", "ceph-mds", "ceph-osd", "ceph-common", "attr")
+# attr gives setfattr for CephFS directory layouts (ceph.dir.layout.pool). debootstrap does not resolve virtual
+# packages: ceph-mgr's python3-bcrypt depends on python3-cffi-backend-api-min, which only python3-cffi-backend
+# provides; without it named, debootstrap failed configuring python3-bcrypt.
+CEPH_PACKAGES = ("ceph-mon", "ceph-mgr", "ceph-mds", "ceph-osd", "ceph-common", "attr", "python3-cffi-backend")
 # The CephFS kernel client; kernel.closure adds what modules.dep says they need (netfs, fscache, libcrc32c, ...).
 CEPH_MODULES = ("ceph", "libceph")
 
