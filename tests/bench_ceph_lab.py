@@ -438,7 +438,7 @@ setfattr -n ceph.dir.layout.pool -v cephfs_hot {MOUNT}/hot
 
     def step_rerun(self) -> None:
         checks = ["osd pool ls detail -f json", "fs ls -f json", "status -f json", "osd tree -f json",
-                  "osd erasure-code-profile get ec21 -f json", "auth get client.lab"]  # fmt: skip
+                  "osd erasure-code-profile get ec21 -f json", "auth get client.admin"]  # fmt: skip
         figures = {}
         base = []
         for _ in range(3):
