@@ -19,7 +19,10 @@ class _Frozen(BaseModel):
 
 
 class LabDisk(_Frozen):
-    name: Literal["fast", "slow"] = Field(description="fast: the NVMe-like cache device; slow: the backing device")
+    name: str = Field(
+        pattern=r"^(fast|slow|osd[0-9]+)$",
+        description="fast: the NVMe-like cache device; slow: the backing device; osdN: a Ceph OSD's device",
+    )
     size_bytes: int = Field(gt=0, description="Size of the sparse disk image in bytes")
 
 

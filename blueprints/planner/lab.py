@@ -44,6 +44,14 @@ SLOW_DISK = 4 << 30
 # vCPU runs TCG single-threaded (no MTTCG, no cross-CPU timer IPIs), and 3 vCPU threads on the 2 host cores
 # oversubscribe them less than 6 did: Ansible's tasks are single-threaded in the guest anyway.
 LAB_VCPUS = 1
+# Ceph from Debian's packages (issue 18), not yet in the default image: tests/bench_ceph_lab.py measures an image with
+# them first (stacks/lab/CEPH_MEASURED.md). bookworm has no ceph-volume package: ceph-volume ships in ceph-osd.
+# attr gives setfattr for CephFS directory layouts (ceph.dir.layout.pool). debootstrap does not resolve virtual
+# packages: ceph-mgr's python3-bcrypt depends on python3-cffi-backend-api-min, which only python3-cffi-backend
+# provides; without it named, debootstrap failed configuring python3-bcrypt.
+CEPH_PACKAGES = ("ceph-mon", "ceph-mgr", "ceph-mds", "ceph-osd", "ceph-common", "attr", "python3-cffi-backend")
+# The CephFS kernel client; kernel.closure adds what modules.dep says they need (netfs, fscache, libcrc32c, ...).
+CEPH_MODULES = ("ceph", "libceph")
 
 
 def rail_subnet(index: int) -> str:
@@ -70,6 +78,11 @@ def plan_lab(target: LabTarget, fabric: FabricPlan) -> LabPlan:
               for i in range(target.clients)]
     rails = [LabRail(index=i, name=f"rail{i}", subnet=rail_subnet(i), mtu=fabric.mtu.value)
              for i in range(target.rails)]
-    return LabPlan(hosts=tuple(hosts), rails=tuple(rails),
-                   image=LabImage(suite=LAB_SUITE, packages=LAB_PACKAGES, kernel_modules=LAB_MODULES,
-                                  kernel=lab_kernel(target)))
+    return LabPlan(hosts=tuple(hosts), rails=tuple(rails), image=lab_image(lab_kernel(target)))
+
+
+def lab_image(kernel: Traced[LabKernel], extra_packages: tuple[str, ...] = (),
+              extra_modules: tuple[str, ...] = ()) -> LabImage:
+    """The lab's guest image: the default one, or a variant with more packages and kernel modules baked in."""
+    return LabImage(suite=LAB_SUITE, packages=(*LAB_PACKAGES, *extra_packages),
+                    kernel_modules=(*LAB_MODULES, *extra_modules), kernel=kernel)

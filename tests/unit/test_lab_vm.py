@@ -45,6 +45,21 @@ def test_tcg_guests_get_a_cpu_without_avx_and_kvm_guests_the_host_cpu(planned: L
     assert argv[argv.index("-cpu") + 1] == "host"
 
 
+def test_tcg_translation_cache_is_lowered_only_when_asked(planned: LabState, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tb-size is QEMU's default unless CLUSTERSMITH_LAB_TCG_TB_MIB names one; KVM has no translation cache."""
+    host = planned.hosts[0]
+    monkeypatch.delenv(vm.TB_SIZE_ENV, raising=False)
+    assert vm.qemu_argv(planned, host, "S0VZ")[vm.qemu_argv(planned, host, "S0VZ").index("-accel") + 1] == "tcg"
+    monkeypatch.setenv(vm.TB_SIZE_ENV, "256")
+    argv = vm.qemu_argv(planned, host, "S0VZ")
+    assert argv[argv.index("-accel") + 1] == "tcg,tb-size=256"
+    kvm = vm.qemu_argv(planned.model_copy(update={"accel": "kvm"}), host, "S0VZ")
+    assert kvm[kvm.index("-accel") + 1] == "kvm"
+    monkeypatch.setenv(vm.TB_SIZE_ENV, "lots")
+    with pytest.raises(LabError, match="CLUSTERSMITH_LAB_TCG_TB_MIB='lots'"):
+        vm.qemu_argv(planned, host, "S0VZ")
+
+
 def test_one_vde_nic_per_rail_and_disks_by_serial(planned: LabState) -> None:
     storage, client = planned.hosts[0], planned.hosts[1]
     argv = vm.qemu_argv(planned, client, "S0VZ")
