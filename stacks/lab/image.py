@@ -168,7 +168,8 @@ def _build(
     mirror = find_mirror(image.suite)
     root = work / "root"
     progress(ProgressEvent("image", f"debootstrap {image.suite} from {mirror}"))
-    rootfs.bootstrap(image.suite, list(inputs.packages), root, mirror, progress)
+    rootfs.bootstrap(image.suite, list(inputs.packages), root, mirror, progress,
+                     keep_log=work.parent / f"{inputs.key()}.debootstrap-failed.log")
     progress(ProgressEvent("image", f"installing kernel modules for {tree.release}"))
     modules = kernel.install_modules(tree, list(inputs.kernel_modules), root)
     rootfs.customize(root)

@@ -93,8 +93,10 @@ def debootstrap_argv(suite: str, pkgs: list[str], target: Path, mirror: str) -> 
     ]
 
 
-def bootstrap(suite: str, pkgs: list[str], target: Path, mirror: str, progress: Progress) -> None:
-    """Run debootstrap, relaying its ``I:`` lines as progress; its log is kept on failure."""
+def bootstrap(suite: str, pkgs: list[str], target: Path, mirror: str, progress: Progress,
+              keep_log: Path | None = None) -> None:
+    """Run debootstrap, relaying its ``I:`` lines as progress. On failure its own log (where dpkg's errors are) is
+    copied to ``keep_log``, since the build folder that holds it is removed, and its tail is in the error."""
     if shutil.which("debootstrap") is None:
         raise LabError("debootstrap is not installed (apt-get install debootstrap)")
     argv = debootstrap_argv(suite, pkgs, target, mirror)
@@ -116,8 +118,23 @@ def bootstrap(suite: str, pkgs: list[str], target: Path, mirror: str, progress: 
     finally:
         proc.stdout.close()
     if proc.returncode != 0:
-        tail = "".join(log_lines[-20:])
-        raise LabError(f"debootstrap failed ({proc.returncode}) from {mirror}:\n{tail}")
+        raise LabError(f"debootstrap failed ({proc.returncode}) from {mirror}:\n"
+                       + failure_log(target, "".join(log_lines[-20:]), keep_log))
+
+
+def failure_log(target: Path, output_tail: str, keep_log: Path | None) -> str:
+    """What a failed debootstrap left: its output's tail, then the tail of ``debootstrap/debootstrap.log`` (dpkg's
+    configure errors land only there), copied whole to ``keep_log`` when given."""
+    log = target / "debootstrap" / "debootstrap.log"
+    if not log.is_file():
+        return output_tail
+    text = log.read_text(encoding="utf-8", errors="replace")
+    kept = ""
+    if keep_log is not None:
+        keep_log.parent.mkdir(parents=True, exist_ok=True)
+        keep_log.write_text(text, encoding="utf-8")
+        kept = f"\n(the whole log is kept in {keep_log})"
+    return output_tail + f"\n--- {log.name}, last lines ---\n" + "".join(text.splitlines(keepends=True)[-20:]) + kept
 
 
 def customize(root: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from blueprints.lab_plan import LabImage
 from blueprints.planner.lab import lab_kernel
 from blueprints.spec import LabTarget
-from stacks.lab import image
+from stacks.lab import image, rootfs
 from stacks.lab.kernel import KernelPackage
 
 KERNEL = KernelPackage(name="linux-image-6.1.0-57-amd64", version="6.1.192-3")
@@ -73,3 +73,24 @@ def test_an_entry_without_manifest_is_not_an_image(tmp_path: Path) -> None:
     assert loaded is not None and loaded.directory == tmp_path
     (tmp_path / "initrd.gz").unlink()
     assert image.load(tmp_path) is None
+
+
+def test_a_failed_debootstrap_keeps_its_log_outside_the_build_folder(tmp_path: Path) -> None:
+    # debootstrap writes dpkg's configure errors only to <target>/debootstrap/debootstrap.log (the first Ceph
+    # image build failed there on python3-bcrypt); the build folder is removed after a failure, so the log is
+    # copied out and its tail is in the error
+    target = tmp_path / ".build-key-x" / "root"
+    (target / "debootstrap").mkdir(parents=True)
+    lines = [f"line {i}\n" for i in range(30)] + ["dpkg: error processing package python3-bcrypt (--configure)\n"]
+    (target / "debootstrap" / "debootstrap.log").write_text("".join(lines))
+    kept = tmp_path / "key.debootstrap-failed.log"
+    message = rootfs.failure_log(target, "W: Failure while configuring required packages.\n", kept)
+    assert kept.read_text() == "".join(lines)
+    assert "python3-bcrypt" in message and "Failure while configuring" in message
+    assert str(kept) in message
+    assert "line 5\n" not in message  # only the tail
+
+
+def test_a_failed_debootstrap_without_its_log_reports_its_output(tmp_path: Path) -> None:
+    assert rootfs.failure_log(tmp_path, "E: no mirror\n", tmp_path / "kept.log") == "E: no mirror\n"
+    assert not (tmp_path / "kept.log").exists()
