@@ -591,10 +591,21 @@ class ScratchArea(_Frozen):
     derived_from: Provenance
 
 
+class FioFootprint(_Frozen):
+    """What the fio workloads' scratch files take together (every workload reuses the same files)."""
+
+    files: int = Field(description="Scratch files: one per job on every GPU node")
+    per_file: Size
+    footprint: Traced[Size] = Field(description="files x per_file, capped at half the hot tier's usable capacity")
+    tier_usable: Size = Field(description="Usable capacity of the hot tier the cap is taken from")
+    fill_time: Traced[Duration] = Field(description="footprint / the design's write throughput")
+
+
 class AcceptancePlan(_Frozen):
     checks: tuple[Check, ...]
     workloads: tuple[FioWorkload, ...] = Field(default=(), description="fio jobs the fio checks run")
     scratch: tuple[ScratchArea, ...] = Field(default=(), description="Where write tests may write")
+    footprint: FioFootprint | None = Field(default=None, description="The fio working set on the hot tier")
 
 
 # the Blueprint -----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console, Group
 from rich.table import Table
 
-from blueprints.blueprint import Blueprint, Traced
+from blueprints.blueprint import Blueprint, FioFootprint, Traced
 from blueprints.summary_ceph import ceph_tables
 
 
@@ -111,7 +111,20 @@ def summary(bp: Blueprint) -> Group:
                        ", ".join(ch.derived_from.spec))
     ceph = ceph_tables(s.ceph) if s.ceph is not None else []
     parts: list[Table] = [compute, fabric, storage_net, qos, storage, protection, *ceph, designed, checks]
+    if bp.acceptance.footprint is not None:
+        parts.append(_footprint(bp.acceptance.footprint))
     return Group(*parts)
+
+
+def _footprint(f: FioFootprint) -> Table:
+    table = Table(title="acceptance working set (fio, on the hot tier)", title_justify="left")
+    for col in ("what", "value", "because"):
+        table.add_column(col)
+    table.add_row("scratch files", f"{f.files} x {f.per_file}", "one per fio job on every GPU node; every "
+                  "workload reuses them")
+    table.add_row("footprint", _t(f.footprint), _why(f.footprint) + f" (at most half of {f.tier_usable} usable)")
+    table.add_row("time to lay it out", _t(f.fill_time), _why(f.fill_time))
+    return table
 
 
 def print_summary(bp: Blueprint, console: Console) -> None:

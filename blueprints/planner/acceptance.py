@@ -18,7 +18,7 @@ from blueprints.blueprint import (
     StoragePlan,
 )
 from blueprints.planner.context import PlanContext
-from blueprints.planner.fio_workloads import plan_scratch, plan_workloads, workload_args
+from blueprints.planner.fio_workloads import plan_footprint, plan_scratch, plan_workloads, workload_args
 from blueprints.planner.monitoring import HIT_RATIO
 
 GB = 1e9
@@ -74,7 +74,7 @@ def nccl_transport(ctx: PlanContext, fabric: FabricPlan) -> str:
 def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan, nccl: NcclPlan,
                     storage: StoragePlan) -> AcceptancePlan:
     perf = ctx.req.performance.storage
-    workloads = {w.name: w for w in plan_workloads(ctx, compute)}
+    workloads = {w.name: w for w in plan_workloads(ctx, compute, storage)}
     checks = [
         _check(ctx, "storage.read_throughput", "fio", "aggregate sequential read bw_bytes across clients",
                ">=", perf.read_throughput.value / GB, "GB/s", ["performance.storage.read_throughput"],
@@ -161,4 +161,5 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
     checks.append(_check(ctx, "monitoring.targets_up", "prometheus", "share of scrape targets up", ">=", 1.0,
                          "ratio", ["target.provider"], "acceptance.all_targets_up", "every target up",
                          performance=False))
-    return AcceptancePlan(checks=tuple(checks), workloads=tuple(workloads.values()), scratch=plan_scratch(ctx))
+    return AcceptancePlan(checks=tuple(checks), workloads=tuple(workloads.values()), scratch=plan_scratch(ctx),
+                          footprint=plan_footprint(compute, storage, workloads["seq_read"]))

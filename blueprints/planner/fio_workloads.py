@@ -7,19 +7,36 @@
 
 One job per GPU (each GPU's data loader reads on its own), each on its own scratch file in the acceptance
 directory on the client's tiered file system; nothing else is written without ``--destructive``.
+
+Every workload reuses the same files (``clustersmith-accept.<host>.<job>``), so the run's footprint is one file per
+job on every GPU node. It is capped at half the hot tier's usable capacity (issue 18: the working set stays
+within half the tier's free capacity; an accepted cluster is empty), and ``plan`` shows it with the time the
+design's write throughput needs to lay it out.
 """
 
 from __future__ import annotations
 
-from blueprints.blueprint import ComputePlan, FioWorkload, Provenance, ScratchArea, traced
+from blueprints.blueprint import (
+    ComputePlan,
+    FioFootprint,
+    FioWorkload,
+    Provenance,
+    ScratchArea,
+    StoragePlan,
+    Traced,
+    traced,
+)
 from blueprints.planner.context import PlanContext
-from blueprints.units import Size
+from blueprints.units import Duration, Size
 
 TIERED_MOUNT = "/mnt/clustersmith"  # where storage_tiering mounts the client's tiered file system
 SCRATCH_DIR = f"{TIERED_MOUNT}/.clustersmith-accept"
 LOG_AVG_MS = 500  # fio's default bwavgtime (field-numbers 2.1)
 SEQ_DEPTH = 32
 SEQ_BS = "1M"
+MIB = 1 << 20
+SHARE_OF_TIER = 0.5  # issue 18: the acceptance working set stays within half the tier's free capacity
+SMALLEST_FILE = SEQ_DEPTH * MIB  # a sequential job keeps SEQ_DEPTH 1M I/Os in flight inside its own file
 
 
 def _shape(ctx: PlanContext) -> tuple[int, int, Size, str]:
@@ -29,13 +46,57 @@ def _shape(ctx: PlanContext) -> tuple[int, int, Size, str]:
     return 60, 5, Size.parse("4GiB"), "choice: time_based runs loop over the file; 4GiB per job"
 
 
-def plan_workloads(ctx: PlanContext, compute: ComputePlan) -> tuple[FioWorkload, ...]:
+def _hot(storage: StoragePlan) -> Traced[Size]:
+    return next(t.usable for t in storage.tiers if t.name == "hot")
+
+
+def _file_size(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan, choice: Size, why: str) -> Traced[Size]:
+    """The scratch file per job: the shape's choice, or less where every GPU node's files would take more than
+    half the hot tier."""
+    hot = _hot(storage)
+    files = compute.nodes.value * compute.gpus_per_node
+    spec = ["target.provider", *hot.derived_from.spec]
+    room = hot.value.value * SHARE_OF_TIER
+    if files * choice.value <= room:
+        return traced(choice, spec, "acceptance.fio_file_size",
+                      f"{why}; {files} files x {choice} = {Size.of(files * choice.value)} <= half the hot tier's "
+                      f"{hot.value} usable")
+    capped = int(room / files) // MIB * MIB
+    if capped < SMALLEST_FILE:
+        raise ctx.infeasible("data.training_set",
+                             f"acceptance writes {files} scratch files (one per GPU), each at least "
+                             f"{SMALLEST_FILE // MIB}MiB ({SEQ_DEPTH} x {SEQ_BS} in flight per job), in at most half "
+                             f"the hot tier's {hot.value} usable: {Size.of(room / files)} each is left; expected a hot "
+                             f"tier of at least {Size.of(files * SMALLEST_FILE / SHARE_OF_TIER)} (a larger "
+                             f"training set or hot fraction)")
+    return traced(Size.of(capped), spec, "acceptance.fio_file_size",
+                  f"half the hot tier's {hot.value} usable / {files} files = {Size.of(room / files)}, "
+                  f"whole MiB {Size.of(capped)} (under the {choice} of {why})")
+
+
+def plan_footprint(compute: ComputePlan, storage: StoragePlan, workload: FioWorkload) -> FioFootprint:
+    """What every GPU node's scratch files take on the hot tier together, and the time to write them."""
+    files = compute.nodes.value * workload.numjobs.value
+    total = Size.of(files * workload.size.value.value)
+    write = storage.write_throughput
+    seconds = total.value / write.value.value
+    return FioFootprint(
+        files=files, per_file=workload.size.value,
+        footprint=traced(total, workload.size.derived_from.spec, "acceptance.fio_footprint",
+                         f"{compute.nodes.value} GPU nodes x {workload.numjobs.value} jobs x {workload.size.value}"),
+        tier_usable=_hot(storage).value,
+        fill_time=traced(Duration.of(seconds), [*workload.size.derived_from.spec, *write.derived_from.spec],
+                         "acceptance.fio_fill_time", f"{total} / the design's {write.value} write"),
+    )
+
+
+def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[FioWorkload, ...]:
     runtime, ramp, size, why = _shape(ctx)
     jobs = traced(compute.gpus_per_node, ["compute.accelerator", "compute.gpus"], "acceptance.fio_job_per_gpu",
                   f"one reader per GPU: {compute.gpus_per_node} GPUs per node")
     spec = ["target.provider"]
     runtime_t = traced(runtime, spec, "acceptance.fio_runtime", why)
-    size_t = traced(size, spec, "acceptance.fio_file_size", why)
+    size_t = _file_size(ctx, compute, storage, size, why)
     depth = traced(SEQ_DEPTH, ["performance.storage.read_throughput"], "acceptance.fio_queue_depth",
                    f"{SEQ_DEPTH} outstanding 1M I/Os per job keep a streaming client busy")
     lat_depth = traced(1, ["performance.storage.latency_p99"], "acceptance.fio_latency_depth",

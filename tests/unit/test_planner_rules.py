@@ -227,3 +227,39 @@ def test_in_network_reduction_comes_from_the_catalog(accelerator: str, fabric: s
     assert "catalog" in bp.nccl.in_network_reduction.derived_from.formula
     if variable:
         assert variable in bp.nccl.in_network_reduction.derived_from.formula
+
+
+# the fio working set: half the hot tier at most (issue 18, item 5) -------------------------------------------------
+
+
+def test_the_fio_files_fit_in_half_the_hot_tier_uncapped() -> None:
+    bp = planned(spec())
+    fp = bp.acceptance.footprint
+    assert fp is not None
+    assert fp.files == bp.compute.nodes.value * bp.compute.gpus_per_node
+    assert fp.per_file.value == 4 * 2**30  # the shape's choice: it fits
+    assert fp.footprint.value.value == fp.files * fp.per_file.value <= fp.tier_usable.value / 2
+    assert fp.fill_time.value.value == pytest.approx(fp.footprint.value.value / bp.storage.write_throughput.value.value)
+    assert all(w.size.value == fp.per_file for w in bp.acceptance.workloads)
+
+
+def test_the_fio_files_shrink_to_half_the_hot_tier_on_a_large_fleet() -> None:
+    bp = planned(spec(compute__gpus=100_000))
+    fp = bp.acceptance.footprint
+    assert fp is not None
+    hot = next(t for t in bp.storage.tiers if t.name == "hot").usable.value.value
+    assert fp.files * 4 * 2**30 > hot / 2  # the 4 GiB choice would not fit
+    assert fp.per_file.value == int(hot / 2 / fp.files) // 2**20 * 2**20
+    assert fp.footprint.value.value <= hot / 2
+    size = bp.acceptance.workloads[0].size
+    assert "half the hot tier" in size.derived_from.formula and size.derived_from.rule == "acceptance.fio_file_size"
+
+
+def test_a_hot_tier_too_small_for_the_fio_files_is_refused() -> None:
+    with pytest.raises(InfeasibleError) as refused:
+        planned(spec(compute__gpus=100_000, data__training_set="2TB", data__validation_set="200GB",
+                     performance__storage__read_throughput=">=50GB/s",
+                     performance__storage__write_throughput=">=10GB/s"))
+    problem = refused.value.problems[0]
+    assert problem.path == "data.training_set"
+    assert "100000 scratch files" in problem.message and "32MiB" in problem.message
