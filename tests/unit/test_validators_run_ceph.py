@@ -174,7 +174,7 @@ def recorded(tmp_path: Path, state: str) -> Path:
 
 def report(folder: Path) -> dict[str, object]:
     checks = json.loads((folder / "report.json").read_text())["checks"]
-    return next(c for c in checks if c["id"] == "storage.ceph_health")  # type: ignore[no-any-return]
+    return next(c for c in checks if c["id"] == "storage.ceph_health")
 
 
 def test_accept_results_judges_the_recordings(out: Path, tmp_path: Path) -> None:
