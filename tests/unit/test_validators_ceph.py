@@ -89,7 +89,19 @@ def test_an_osd_out_and_one_of_an_unplanned_class_are_named_with_their_host(lab:
     got = judged(lab, results(tmp_path, tree=tree))
     assert got.value == 0.0
     assert "osd.2 on storage-1 is out" in got.violations
-    assert "osd.1 on storage-1 has device class 'ssd', planned one of ['nvme']" in got.violations
+    assert "osd.1 on storage-1 has device class 'ssd', planned 'nvme'" in got.violations
+
+
+def test_osds_on_a_host_the_plan_does_not_name_are_foreign(lab: Blueprint, tmp_path: Path) -> None:
+    """Edit: the healthy tree with osd.3 moved to a CRUSH host bucket "spare" (`ceph osd crush move`)."""
+    tree = json.loads((CEPH / "healthy" / "osd-tree.json").read_text())
+    storage = next(n for n in tree["nodes"] if n["name"] == "storage-1")
+    storage["children"] = [c for c in storage["children"] if c != 3]
+    tree["nodes"].append({"id": -9, "name": "spare", "type": "host", "type_id": 1, "children": [3]})
+    got = judged(lab, results(tmp_path, tree=tree))
+    assert got.value == 0.0
+    assert "osd.3 on spare: the plan gives spare no OSDs" in got.violations
+    assert "host storage-1 has 3 OSD(s) in the OSD tree, planned 4" in got.violations
 
 
 def test_a_muted_check_is_never_a_pass(lab: Blueprint, tmp_path: Path) -> None:

@@ -1,10 +1,10 @@
 """The Ceph cluster in its own words, against the Blueprint's CephPlan: ``ceph status -f json`` must say HEALTH_OK
 with no check muted, every PG active+clean and every planned OSD up and in; ``ceph osd tree -f json`` names each
-OSD that is down or out with its CRUSH host, and one whose device class the plan does not give; ``ceph osd pool ls
-detail -f json`` must hold every planned pool with its type, size, min_size, pg_num, autoscale mode, EC profile
-and, on an EC data pool, ec_overwrites. Pools Ceph makes for itself are noted, others the plan does not name too.
-All three are read on one monitor host (the check's ``args.monitor``, the planner's ``daemons.monitor_hosts[0]``):
-the result covers one cluster of one."""
+OSD that is down or out with its CRUSH host, and each planned OSD host must hold its tier's OSDs, of its class, and
+no other host any; ``ceph osd pool ls detail -f json`` must hold every planned pool with its type, size, min_size,
+pg_num, autoscale mode, EC profile and, on an EC data pool, ec_overwrites. Pools Ceph makes for itself are noted,
+others the plan does not name too. All three are read on one monitor host (the check's ``args.monitor``, the
+planner's ``daemons.monitor_hosts[0]``): the result covers one cluster of one."""
 
 from __future__ import annotations
 
@@ -27,13 +27,23 @@ def cluster_coverage(check: Check, seen: int) -> Coverage:
     return count(f"clusters (read on monitor {check.args['monitor']})", seen, 1)
 
 
-def judge_osds(ceph: CephPlan, osds: tuple[OsdState, ...]) -> list[str]:
-    """Each OSD down or out, named with its CRUSH host, and each with a device class the plan gives no tier."""
-    classes = {g.device_class for g in ceph.osd_groups}
+def judge_osds(planned: Planned, osds: tuple[OsdState, ...]) -> list[str]:
+    """Each OSD down or out, named with its CRUSH host; each on a host the plan does not give OSDs, or of another
+    device class than its host's tier; each planned OSD host with another number of OSDs than planned."""
     out = [f"{o.where} is {' and '.join(w for w, bad in (('down', not o.up), ('out', not o.in_)) if bad)}"
            for o in osds if not (o.up and o.in_)]
-    out += [f"{o.where} has device class {o.device_class or '(none)'!r}, planned one of {sorted(classes)}"
-            for o in osds if o.device_class not in classes]
+    on: dict[str | None, list[OsdState]] = {}
+    for o in osds:
+        on.setdefault(o.host, []).append(o)
+    for host, here in on.items():
+        plan = planned.osd_hosts.get(host) if host else None
+        if plan is None:
+            out.append(f"{', '.join(o.where for o in here)}: the plan gives {host or 'such an OSD'} no OSDs")
+            continue
+        out += [f"{o.where} has device class {o.device_class or '(none)'!r}, planned {plan.device_class!r}"
+                for o in here if o.device_class != plan.device_class]
+    out += [f"host {host} has {len(on.get(host, []))} OSD(s) in the OSD tree, planned {plan.osds}"
+            for host, plan in planned.osd_hosts.items() if len(on.get(host, [])) != plan.osds]
     return out
 
 
@@ -90,7 +100,7 @@ def ceph_health(check: Check, results: Results, planned: Planned) -> Measurement
     if status.num_osds != wanted or status.num_up_osds != wanted or status.num_in_osds != wanted:
         violations.append(f"OSDs: {status.num_osds} exist, {status.num_up_osds} up, {status.num_in_osds} in; "
                           f"planned {wanted}, all up and in")
-    violations += judge_osds(ceph, osds)
+    violations += judge_osds(planned, osds)
     pool_violations, notes = judge_pools(ceph, pools)
     violations += pool_violations
     details = (Detail(where="cluster", value=1.0 if status.health == "HEALTH_OK" else 0.0, unit="bool",
