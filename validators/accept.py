@@ -1,6 +1,7 @@
 """One acceptance run: the tools over the inventory into a results folder, then the same judging as ``--results``.
 
-The steps are the modules of :mod:`validators.run`, in order: facts, fio per workload, perftest pairs, probes, NCCL.
+The steps are the modules of :mod:`validators.run`, in order: facts, Ceph's account of itself (first: a cluster that
+is not healthy is named before the workloads load it), fio per workload, perftest pairs, probes, NCCL.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from blueprints.blueprint import Blueprint, Check
 from validators.inventory import Inventory
-from validators.run import facts, fio, nccl, perftest, probe
+from validators.run import ceph, facts, fio, nccl, perftest, probe
 from validators.run.plumbing import Progress, Session
 from validators.safety import WritePlan
 
@@ -23,6 +24,9 @@ def run_tools(bp: Blueprint, build_dir: Path, inventory: Inventory, results: Pat
     session = Session(bp, build_dir, inventory, results, progress, timeout_scale)
     try:
         facts.run(session)
+        for check in checks:
+            if check.tool == "ceph":
+                ceph.run(session, check)
         fio_checks = [c for c in checks if c.tool == "fio"]
         for workload in bp.acceptance.workloads:
             served = [c for c in fio_checks if c.args.get("workload") == workload.name]

@@ -1,14 +1,16 @@
 """Ceph's own account of itself, as acceptance reads it: ``ceph status -f json`` (health, its checks and mutes, PG
-states, OSD counts) and ``ceph osd pool ls detail -f json`` (each pool's size, min_size, EC profile, pg_num,
-autoscale mode and flags). Recorded real output: tests/fixtures/ceph (its README says how)."""
+states, OSD counts), ``ceph osd pool ls detail -f json`` (each pool's size, min_size, EC profile, pg_num,
+autoscale mode and flags) and ``ceph osd tree -f json`` (each OSD's CRUSH host, device class, up/down, in/out).
+Recorded real output: tests/fixtures/ceph (its README says how)."""
 
 from __future__ import annotations
 
 import json
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from validators.errors import parse_error
+from validators.errors import ParseError, parse_error
 
 # Pools Ceph makes for itself (the devicehealth manager module's pool: Pacific names it device_health_metrics,
 # Quincy and later .mgr); they are not the plan's, and their presence is no departure from it.
@@ -57,53 +59,118 @@ class PoolState(_Frozen):
     crush_rule: int
 
 
-def _doc(text: str, source: str, what: str) -> object:
+class OsdState(_Frozen):
+    """One OSD as the OSD map has it: ``host`` is its CRUSH host bucket (None for a stray OSD, in no bucket)."""
+
+    id: int
+    name: str
+    host: str | None
+    device_class: str = Field(description="CRUSH device class; empty when none is set")
+    up: bool
+    in_: bool = Field(description="reweight > 0: `ceph osd out` sets it to 0")
+
+    @property
+    def where(self) -> str:
+        return f"{self.name} on {self.host}" if self.host else f"{self.name} (in no CRUSH host)"
+
+
+# The documents as Ceph 16.2.15 writes them (tests/fixtures/ceph): only the fields acceptance reads.
+class _Summary(_Frozen):
+    message: str = ""
+
+
+class _Check(_Frozen):
+    severity: str
+    summary: _Summary = _Summary()
+
+
+class _Mute(_Frozen):
+    code: str
+
+
+class _Health(_Frozen):
+    status: str
+    checks: dict[str, _Check]
+    mutes: tuple[_Mute, ...] = ()
+
+
+class _PgsByState(_Frozen):
+    state_name: str
+    count: int
+
+
+class _PgMap(_Frozen):
+    num_pgs: int
+    pgs_by_state: tuple[_PgsByState, ...] = ()
+
+
+class _OsdMap(_Frozen):
+    num_osds: int
+    num_up_osds: int
+    num_in_osds: int
+
+
+class _Status(_Frozen):
+    health: _Health
+    pgmap: _PgMap
+    osdmap: _OsdMap
+
+
+class _TreeNode(_Frozen):
+    id: int
+    name: str
+    type: str
+    children: tuple[int, ...] = ()
+    device_class: str = ""
+    status: str = ""
+    reweight: float = 0.0
+
+
+class _Tree(_Frozen):
+    nodes: tuple[_TreeNode, ...]
+    stray: tuple[_TreeNode, ...] = ()
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _json(text: str, source: str, what: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise parse_error(source, what, f"(line {exc.lineno})", f"expected JSON ({what} -f json): {exc.msg}") from None
 
 
-def _get(data: object, source: str, what: str, *path: str) -> object:
-    here = data
-    for i, key in enumerate(path):
-        if not isinstance(here, dict) or key not in here:
-            raise parse_error(source, what, ".".join(path[: i + 1]), "expected this key", type(here).__name__)
-        here = here[key]
-    return here
+def _read(model: type[M], text: str, source: str, what: str) -> M:
+    """``text`` as ``model``, or a parse error naming the first field that is absent or of the wrong type."""
+    doc = _json(text, source, what)
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if not first["loc"]:
+            raise parse_error(source, what, "(document)", f"expected a JSON object ({what} -f json)",
+                              type(doc).__name__) from None
+        field = ".".join(str(p) for p in first["loc"])
+        raise parse_error(source, what, field, f"expected {what} -f json: {first['msg']}", first.get("input")) \
+            from None
 
 
 def parse_status(text: str, source: str = "<ceph status>") -> CephStatus:
-    what = "ceph status"
-    doc = _doc(text, source, what)
-    checks = _get(doc, source, what, "health", "checks")
-    if not isinstance(checks, dict):
-        raise parse_error(source, what, "health.checks", "expected an object of health checks", checks)
-    health = _get(doc, source, what, "health")
-    mutes = health.get("mutes", []) if isinstance(health, dict) else []
-    pgmap = _get(doc, source, what, "pgmap")
-    osdmap = _get(doc, source, what, "osdmap")
-    raw_pgs = pgmap.get("pgs_by_state", []) if isinstance(pgmap, dict) else []
-    try:
-        return CephStatus(
-            health=str(_get(doc, source, what, "health", "status")),
-            checks=tuple(HealthCheck(code=code, severity=str(c.get("severity", "")),
-                                     summary=str((c.get("summary") or {}).get("message", "")))
-                         for code, c in checks.items() if isinstance(c, dict)),
-            mutes=tuple(str(m.get("code", m)) if isinstance(m, dict) else str(m) for m in mutes or []),
-            pgs=tuple(PgState(state=str(p["state_name"]), count=int(p["count"])) for p in raw_pgs),
-            num_pgs=int(_get(doc, source, what, "pgmap", "num_pgs")),  # type: ignore[call-overload]
-            num_osds=int(_get(doc, source, what, "osdmap", "num_osds")),  # type: ignore[call-overload]
-            num_up_osds=int(_get(doc, source, what, "osdmap", "num_up_osds")),  # type: ignore[call-overload]
-            num_in_osds=int(_get(doc, source, what, "osdmap", "num_in_osds")),  # type: ignore[call-overload]
-        )
-    except (KeyError, TypeError, ValueError, ValidationError) as exc:
-        raise parse_error(source, what, "pgmap/osdmap", f"unexpected shape: {exc}", osdmap) from None
+    doc = _read(_Status, text, source, "ceph status")
+    return CephStatus(
+        health=doc.health.status,
+        checks=tuple(HealthCheck(code=code, severity=c.severity, summary=c.summary.message)
+                     for code, c in doc.health.checks.items()),
+        mutes=tuple(m.code for m in doc.health.mutes),
+        pgs=tuple(PgState(state=p.state_name, count=p.count) for p in doc.pgmap.pgs_by_state),
+        num_pgs=doc.pgmap.num_pgs, num_osds=doc.osdmap.num_osds, num_up_osds=doc.osdmap.num_up_osds,
+        num_in_osds=doc.osdmap.num_in_osds)
 
 
 def parse_pools(text: str, source: str = "<ceph osd pool ls detail>") -> tuple[PoolState, ...]:
     what = "ceph osd pool ls detail"
-    doc = _doc(text, source, what)
+    doc = _json(text, source, what)
     if not isinstance(doc, list):
         raise parse_error(source, what, "(document)", "expected a JSON array of pools", type(doc).__name__)
     pools = []
@@ -118,3 +185,24 @@ def parse_pools(text: str, source: str = "<ceph osd pool ls detail>") -> tuple[P
         except (KeyError, TypeError, ValueError) as exc:
             raise parse_error(source, what, f"[{i}]", f"expected a pool with {exc}", p) from None
     return tuple(pools)
+
+
+def parse_osd_tree(text: str, source: str = "<ceph osd tree>") -> tuple[OsdState, ...]:
+    """Every OSD of the tree and the stray list, each with the CRUSH host bucket that holds it."""
+    doc = _read(_Tree, text, source, "ceph osd tree")
+    host_of = {child: n.name for n in doc.nodes if n.type == "host" for child in n.children}
+    return tuple(OsdState(id=n.id, name=n.name, host=host_of.get(n.id), device_class=n.device_class,
+                          up=n.status == "up", in_=n.reweight > 0)
+                 for n in (*doc.nodes, *doc.stray) if n.type == "osd")
+
+
+def parses(what: str, text: str, source: str) -> str | None:
+    """None when ``text`` is the output of ``what`` (a key of ``PARSERS``), else why not, in the parser's words."""
+    try:
+        PARSERS[what](text, source)
+    except ParseError as exc:
+        return str(exc).replace("\n", " ")
+    return None
+
+
+PARSERS = {"status": parse_status, "osd-pool-ls-detail": parse_pools, "osd-tree": parse_osd_tree}

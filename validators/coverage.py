@@ -17,6 +17,15 @@ from blueprints.blueprint import Blueprint, CephPlan
 from validators.outcome import Coverage
 
 
+class OsdHostPlan(BaseModel):
+    """One Ceph OSD host as the Blueprint plans it: its tier's OSDs per host and CRUSH device class."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    osds: int
+    device_class: str
+
+
 class Planned(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -34,6 +43,8 @@ class Planned(BaseModel):
                                       description="Host -> the NVMe host NQN the Blueprint assigns it (nvmeof.host)")
     gpus_emulated: bool = Field(default=False, description="The lab: the Blueprint itself says there is no GPU")
     ceph: CephPlan | None = Field(default=None, description="The Ceph cluster the Blueprint plans (storage.ceph)")
+    osd_hosts: dict[str, OsdHostPlan] = Field(default_factory=dict,
+                                              description="Host -> its planned OSDs (storage targets of a Ceph tier)")
 
     @property
     def ranks(self) -> int:
@@ -55,7 +66,15 @@ class Planned(BaseModel):
                    subsystems={h: tuple(n) for h, n in subsystems.items()},
                    paths_per_subsystem=nvmeof.paths_per_subsystem.value if nvmeof else 0,
                    host_nqns={h: nvmeof.host(h).nqn for h in subsystems} if nvmeof else {},
-                   gpus_emulated=bp.lab is not None, ceph=bp.storage.ceph)
+                   gpus_emulated=bp.lab is not None, ceph=bp.storage.ceph, osd_hosts=osd_hosts(bp))
+
+
+def osd_hosts(bp: Blueprint) -> dict[str, OsdHostPlan]:
+    """Each storage target of a tier the CephPlan has an OSD group for, with that group's OSDs per host and class."""
+    ceph = bp.storage.ceph
+    groups = {g.tier: g for g in ceph.osd_groups} if ceph else {}
+    return {name: OsdHostPlan(osds=groups[h.tier].osds_per_host.value, device_class=groups[h.tier].device_class)
+            for h in bp.hosts if h.role == "storage_target" and h.tier in groups for name in h.names()}
 
 
 def cover(what: str, seen: Iterable[str], planned: Iterable[str]) -> Coverage:

@@ -11,6 +11,8 @@
     qos/<host>/<file>                     what the QoS layers say on the host (see validators.qos)
     prometheus/targets.json               GET /api/v1/targets
     prometheus/cache_hit_ratio.json       GET /api/v1/query of the Blueprint's cache.read_hit_ratio over the fio window
+    ceph/status.json, osd-pool-ls-detail.json, osd-tree.json
+                                          ceph status, osd pool ls detail, osd tree (-f json) on one monitor host
     setup-errors.json                     written by the runner: {check id: {host: why the tool did not run}}
     host-facts.json                       written by the runner: {host: {"gpus": n, "rails": n}}
     runner-notes.json                     written by the runner: {check id: [what it did that a reader should know]}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from blueprints.blueprint import (
     AcceptancePlan,
+    CephPlan,
     Check,
     ComputePlan,
     FabricPlan,
@@ -69,6 +70,21 @@ def nccl_transport(ctx: PlanContext, fabric: FabricPlan) -> str:
     if ctx.provider == "gcp":
         return "gib"
     return "ib"
+
+
+def ceph_health(ctx: PlanContext, ceph: CephPlan) -> Check:
+    """Ceph's own account of the cluster against its plan, read on its first monitor host (``args.monitor``, where
+    validators/run/ceph.py runs the ceph CLI): traced to the spec lines the plan's OSD count, failure domain and pools
+    came from."""
+    sources = [ceph.osds.derived_from, ceph.failure_domain.derived_from,
+               *(v.derived_from for p in ceph.pools for v in (p.size, p.min_size, p.pg_num))]
+    spec = list(dict.fromkeys(s for source in sources for s in source.spec))
+    pools = ", ".join(f"{p.name} {p.erasure_code_profile or f'{p.size.value} copies'}" for p in ceph.pools)
+    return _check(ctx, "storage.ceph_health", "ceph", "Ceph health, PGs, OSDs and pools as planned", "==", 1,
+                  "bool", spec, "acceptance.ceph_as_planned",
+                  f"HEALTH_OK with nothing muted, every PG active+clean, {ceph.osds.value} OSDs up and in, pools "
+                  f"{pools} as planned; read on monitor {ceph.daemons.monitor_hosts[0]}",
+                  performance=False, args={"monitor": ceph.daemons.monitor_hosts[0]})
 
 
 def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan, nccl: NcclPlan,
@@ -158,6 +174,8 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
                          list(storage.cache.min_hit_ratio.derived_from.spec), "acceptance.cache_hit_ratio",
                          storage.cache.min_hit_ratio.derived_from.formula, severity="warning", scope="host",
                          args={"query": HIT_RATIO}))
+    if storage.ceph is not None:
+        checks.append(ceph_health(ctx, storage.ceph))
     checks.append(_check(ctx, "monitoring.targets_up", "prometheus", "share of scrape targets up", ">=", 1.0,
                          "ratio", ["target.provider"], "acceptance.all_targets_up", "every target up",
                          performance=False))

@@ -64,6 +64,12 @@ def test_accept_runs_fio_and_rdma_for_real(deployed: ExampleLab) -> None:
     assert statuses["nccl.allreduce_busbw"] == "not_applicable"
     assert statuses["storage.mixed"] == "pass" and checks["storage.mixed"]["measured"] == 0
     assert statuses["nvmeof.paths"] == "pass", checks["nvmeof.paths"]["message"]
+    # Ceph's own account, read on the planned monitor (storage-1) with the ceph role's admin keyring: HEALTH_OK,
+    # every PG active+clean, 4 OSDs up and in on CRUSH host storage-1, the planned pools; each call exited 0
+    assert statuses["storage.ceph_health"] == "pass", checks["storage.ceph_health"]["message"]
+    assert checks["storage.ceph_health"]["coverage_shown"] == "1 of 1 clusters (read on monitor storage-1)"
+    for name in ("status.json", "osd-pool-ls-detail.json", "osd-tree.json"):
+        assert (run / "ceph" / f"{name}.rc").read_text().strip() == "0", (run / "ceph" / f"{name}.err").read_text()
     clients = {h.name for h in bp.lab.hosts if h.role == "gpu_client"}  # type: ignore[union-attr]
     assert {p.stem for p in (run / "fio" / "seq_read").glob("*.json")} == clients
     assert {d["where"].split()[0] for d in checks["rdma.write_bw"]["details"]} == {"rail0", "rail1"}

@@ -1,19 +1,50 @@
 """The Ceph cluster in its own words, against the Blueprint's CephPlan: ``ceph status -f json`` must say HEALTH_OK
-with no check muted, every PG active+clean and every planned OSD up and in; ``ceph osd pool ls detail -f json``
-must hold every planned pool with its type, size, min_size, pg_num, autoscale mode, EC profile and, on an EC
-data pool, ec_overwrites. Pools Ceph makes for itself are noted, others the plan does not name too."""
+with no check muted, every PG active+clean and every planned OSD up and in; ``ceph osd tree -f json`` names each
+OSD that is down or out with its CRUSH host, and each planned OSD host must hold its tier's OSDs, of its class, and
+no other host any; ``ceph osd pool ls detail -f json`` must hold every planned pool with its type, size, min_size,
+pg_num, autoscale mode, EC profile and, on an EC data pool, ec_overwrites. Pools Ceph makes for itself are noted,
+others the plan does not name too. All three are read on one monitor host (the check's ``args.monitor``, the
+planner's ``daemons.monitor_hosts[0]``): the result covers one cluster of one."""
 
 from __future__ import annotations
 
 from blueprints.blueprint import CephPlan, CephPool, Check
-from validators.ceph import CEPH_OWN_POOLS, PoolState, parse_pools, parse_status
+from validators.ceph import CEPH_OWN_POOLS, OsdState, PoolState, parse_osd_tree, parse_pools, parse_status
 from validators.checks import one_file, rule
 from validators.coverage import Planned, count
-from validators.outcome import Detail, Measurement
+from validators.outcome import Coverage, Detail, Measurement
 from validators.results import Results
 
-STATUS = ("ceph", "status.json")
-POOLS = ("ceph", "osd-pool-ls-detail.json")
+# What the rule reads, in the results folder: (the runner's name for the output, its file); validators/run/ceph.py
+# writes each one from the command of the same name.
+OUTPUTS = (("status", "status.json"), ("osd-pool-ls-detail", "osd-pool-ls-detail.json"),
+           ("osd-tree", "osd-tree.json"))
+FOLDER = "ceph"
+
+
+def cluster_coverage(check: Check, seen: int) -> Coverage:
+    """One cluster per Blueprint, read on the monitor host the plan names (``args.monitor``)."""
+    return count(f"clusters (read on monitor {check.args['monitor']})", seen, 1)
+
+
+def judge_osds(planned: Planned, osds: tuple[OsdState, ...]) -> list[str]:
+    """Each OSD down or out, named with its CRUSH host; each on a host the plan does not give OSDs, or of another
+    device class than its host's tier; each planned OSD host with another number of OSDs than planned."""
+    out = [f"{o.where} is {' and '.join(w for w, bad in (('down', not o.up), ('out', not o.in_)) if bad)}"
+           for o in osds if not (o.up and o.in_)]
+    on: dict[str | None, list[OsdState]] = {}
+    for o in osds:
+        on.setdefault(o.host, []).append(o)
+    for host, here in on.items():
+        plan = planned.osd_hosts.get(host) if host else None
+        if plan is None:
+            out.append(f"{', '.join(o.where for o in here)}: the plan gives {host or 'such an OSD'} no OSDs")
+            continue
+        out += [f"{o.where} has device class {o.device_class or '(none)'!r}, planned {plan.device_class!r}"
+                for o in here if o.device_class != plan.device_class]
+    out += [f"host {host} has {len(on.get(host, []))} OSD(s) in the OSD tree, planned {plan.osds}"
+            for host, plan in planned.osd_hosts.items() if len(on.get(host, [])) != plan.osds]
+    return out
 
 
 def pool_departures(plan: CephPool, got: PoolState) -> list[str]:
@@ -49,14 +80,15 @@ def ceph_health(check: Check, results: Results, planned: Planned) -> Measurement
     ceph = planned.ceph
     if ceph is None:
         return Measurement(not_applicable="the Blueprint plans no Ceph cluster")
-    status_file = one_file(check, results, "ceph status output", *STATUS)
-    if isinstance(status_file, Measurement):
-        return status_file.model_copy(update={"coverage": (count("osds", 0, ceph.osds.value),)})
-    pools_file = one_file(check, results, "ceph osd pool ls detail output", *POOLS)
-    if isinstance(pools_file, Measurement):
-        return pools_file.model_copy(update={"coverage": (count("osds", 0, ceph.osds.value),)})
-    status = parse_status(*status_file)
-    pools = parse_pools(*pools_file)
+    files: dict[str, tuple[str, str]] = {}
+    for name, file in OUTPUTS:
+        found = one_file(check, results, f"ceph {name.replace('-', ' ')} output", FOLDER, file)
+        if isinstance(found, Measurement):
+            return found.model_copy(update={"coverage": (cluster_coverage(check, 0),)})
+        files[name] = found
+    status = parse_status(*files["status"])
+    pools = parse_pools(*files["osd-pool-ls-detail"])
+    osds = parse_osd_tree(*files["osd-tree"])
     violations: list[str] = []
     if status.health != "HEALTH_OK":
         violations.append(f"health {status.health}: " + "; ".join(f"{c.code}: {c.summary}" for c in status.checks))
@@ -64,15 +96,19 @@ def ceph_health(check: Check, results: Results, planned: Planned) -> Measurement
         violations.append(f"muted health check(s): {', '.join(status.mutes)}; a muted check is never a pass")
     if bad := status.not_clean():
         violations.append("PGs not active+clean: " + ", ".join(f"{p.count} {p.state}" for p in bad))
-    osds = ceph.osds.value
-    if status.num_osds != osds or status.num_up_osds != osds or status.num_in_osds != osds:
+    wanted = ceph.osds.value
+    if status.num_osds != wanted or status.num_up_osds != wanted or status.num_in_osds != wanted:
         violations.append(f"OSDs: {status.num_osds} exist, {status.num_up_osds} up, {status.num_in_osds} in; "
-                          f"planned {osds}, all up and in")
+                          f"planned {wanted}, all up and in")
+    violations += judge_osds(planned, osds)
     pool_violations, notes = judge_pools(ceph, pools)
     violations += pool_violations
     details = (Detail(where="cluster", value=1.0 if status.health == "HEALTH_OK" else 0.0, unit="bool",
                       note=f"{status.health}; {status.num_pgs} PGs; {status.num_up_osds}/{status.num_osds} OSDs up"),
                Detail(where="pools", value=0.0 if pool_violations else 1.0, unit="bool",
-                      note=f"{len(ceph.pools)} planned, {len(pools)} in the cluster"))
+                      note=f"{len(ceph.pools)} planned, {len(pools)} in the cluster"),
+               Detail(where="osds", value=float(sum(o.up and o.in_ for o in osds)), unit="osds",
+                      note=f"up and in of {wanted} planned, on CRUSH host(s) "
+                           + ", ".join(sorted({o.host or "(none)" for o in osds}))))
     return Measurement(value=0.0 if violations else 1.0, details=details, notes=tuple(notes),
-                       violations=tuple(violations), coverage=(count("osds", status.num_up_osds, osds),))
+                       violations=tuple(violations), coverage=(cluster_coverage(check, 1),))

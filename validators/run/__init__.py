@@ -3,7 +3,8 @@ a results folder that the parsers read.
 
 - ``plumbing``: the :class:`Session` every step shares (one ansible-runner play per step, the hosts' outcomes,
   setup errors, notes, the files it writes);
-- ``facts``: GPUs and the rdma role's record per host; ``fio``: the workloads on every client at once;
+- ``facts``: GPUs and the rdma role's record per host; ``ceph``: the cluster's own account on one monitor host;
+  ``fio``: the workloads on every client at once;
   ``perftest``: ib_write_bw pairs on the compute and storage fabrics; ``probe``: NVMe-oF paths, QoS layers,
   Prometheus.
 
