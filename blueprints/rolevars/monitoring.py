@@ -85,6 +85,6 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
             monitoring_collect_interval_s=max(1, round(mon.collect_interval.value)),
             monitoring_latency_buckets=list(mon.latency_buckets),
             monitoring_servers=roles.get("monitoring", []),
-            monitoring_scrape_hosts=sorted({h for j in mon.scrape for h in roles.get(j.role, [])}),
+            monitoring_scrape_hosts=sorted({h for j in mon.scrape for h in j.scraped(roles)}),
         )
     }
