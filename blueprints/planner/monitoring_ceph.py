@@ -67,8 +67,8 @@ def ceph_scrape(ceph: CephPlan) -> ScrapeJob:
     return ScrapeJob(
         name=SCRAPE[0], role="storage_target", port=CEPH_MGR_PROMETHEUS, exporter=SCRAPE[1],
         hosts=ceph.daemons.manager_hosts, tls=False,
-        note=(f"only the active manager serves metrics; each of the {len(ceph.daemons.manager_hosts)} planned "
-              "managers is scraped so a failover loses none, and a standby answers /metrics with HTTP 200 and an "
+        note=(f"only the active manager serves metrics; every planned manager ({len(ceph.daemons.manager_hosts)}) "
+              "is scraped so a failover loses none, and a standby answers /metrics with HTTP 200 and an "
               f"empty body (up, zero samples) whatever its standby_behaviour ({MODULE}, StandbyModule)"))
 
 
@@ -130,8 +130,8 @@ def ceph_alerts(ceph: CephPlan, queries: dict[str, Query]) -> list[AlertRule]:
         alert_rule("CephPgsInactive", "ceph", "Placement groups of a pool are not active: their I/O blocks",
                    f"{q(PGS_INACTIVE)} > {{threshold}}", 0, "PGs", "5m", "critical", SPEC, "alert.ceph_pgs_inactive",
                    f"ceph_pg_total - ceph_pg_active > 0 per pool ({PG_STATES}: not active = no reads or writes), "
-                   f"held 5m as Ceph's own rule ({MIXIN}); a manager that has just started serves every PG as "
-                   "unknown until the OSDs report (the healthy recording shows it), which 5m absorbs",
+                   f"held 5m as Ceph's own rule ({MIXIN}); a just-enabled module can serve every PG as unknown "
+                   "(recorded 10 s after HEALTH_OK: tests/fixtures/ceph/healthy), which 5m absorbs",
                    queries[PGS_INACTIVE].source),
         alert_rule("CephPgsNotClean", "ceph", "Placement groups of a pool are not active+clean",
                    f"{q(PGS_UNCLEAN)} > {{threshold}}", 0, "PGs", "15m", "warning", SPEC, "alert.ceph_pgs_not_clean",

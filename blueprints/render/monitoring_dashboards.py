@@ -2,8 +2,8 @@
 
 ``storage``: I/O heatmap by device and the small-read latency distribution; ``fabric``: rail round-trip
 p99, rail and NVMe-oF path health; ``gpu`` (GPU clusters only): SM activity, HBM activity, NVLink and XID
-errors; ``ceph`` (bare metal and the lab): health, PGs per pool, OSDs up and in, pool usage; ``targets``: one row per spec target with the target next to what is measured.
-Targets and thresholds are the Blueprint's.
+errors; ``ceph`` (bare metal and the lab): health, PGs per pool, OSDs up and in, pool usage; ``targets``: one
+row per spec target with the target next to what is measured. Targets and thresholds are the Blueprint's.
 """
 
 from __future__ import annotations

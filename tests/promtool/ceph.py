@@ -81,7 +81,9 @@ def changed(samples: list[Sample], name: str, match: dict[str, str], value: floa
     """``samples`` with the series ``name`` whose labels include ``match`` set to ``value`` (None: left out)."""
     hits = [s for s in samples if s.name == name and all(s.label(k) == v for k, v in match.items())]
     assert hits, f"the recording has no {name}{match}"
-    return [s if s not in hits else s.with_value(value) for s in samples if not (s in hits and value is None)]
+    if value is None:
+        return [s for s in samples if s not in hits]
+    return [s.with_value(value) if s in hits else s for s in samples]
 
 
 def used_names(alerts: list[AlertRule]) -> set[str]:

@@ -27,7 +27,7 @@ from tests.promtool.support import EXAMPLES, REPO, blueprint
 from tests.unit.test_monitoring_exporter import FIXTURES, exporter, sysfs_from_dump
 
 NODE_SCRAPE = REPO / "tests" / "fixtures" / "monitoring" / "node-exporter-1.5.0-dev-machine.prom"
-CEPH_SCRAPES = [REPO / "tests" / "fixtures" / "ceph" / state / "mgr-prometheus.txt" for state in ("healthy", "osd-down")]
+CEPH_SCRAPES = [REPO / "tests" / "fixtures" / "ceph" / s / "mgr-prometheus.txt" for s in ("healthy", "osd-down")]
 DCGM_COUNTERS = REPO / "roles" / "monitoring" / "files" / "dcgm-exporter-counters.csv"
 PROMETHEUS_OWN = {"up"}
 # node_exporter also serves what clustersmith-exporter writes into its textfile folder (the role's timer runs it there).
