@@ -2,7 +2,8 @@
 
 Metric names prefixed ``clustersmith_`` come from the project's textfile exporter (monitoring role,
 ``roles/monitoring/files/clustersmith-exporter``); ``node_*`` from node_exporter; ``DCGM_*`` from
-dcgm-exporter on GPU hosts. Rules without a spec target (PFC pause storms, CNP rate) alert on deviation
+dcgm-exporter on GPU hosts; ``ceph_*`` from the Ceph managers' prometheus module where the design runs Ceph
+(planner.monitoring_ceph). Rules without a spec target (PFC pause storms, CNP rate) alert on deviation
 from a historical baseline: recording rules keep the mean and standard deviation of the rate over
 ``baseline_window`` and the alert fires above mean + k standard deviations.
 """

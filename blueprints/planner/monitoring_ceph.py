@@ -113,6 +113,24 @@ def ceph_queries() -> list[Query]:
     ]
 
 
+# name, query, summary, for, severity, rule, what the state means (Ceph's PG states page), why that for:
+_PG_ALERTS = (
+    ("CephPgsInactive", PGS_INACTIVE, "Placement groups of a pool are not active: their I/O blocks", "5m",
+     "critical", "alert.ceph_pgs_inactive",
+     f"ceph_pg_total - ceph_pg_active > 0 per pool ({PG_STATES}: not active = no reads or writes)",
+     f"held 5m as Ceph's own rule ({MIXIN}); a just-enabled module can serve every PG as unknown (recorded 10 s "
+     "after HEALTH_OK: tests/fixtures/ceph/healthy), which 5m absorbs"),
+    ("CephPgsNotClean", PGS_UNCLEAN, "Placement groups of a pool are not active+clean", "15m", "warning",
+     "alert.ceph_pgs_not_clean",
+     f"ceph_pg_total - ceph_pg_clean > 0 per pool ({PG_STATES}: clean = every copy or shard in place)",
+     f"held 15m as Ceph's own rule ({MIXIN}), time for recovery after a short OSD restart"),
+    ("CephPgsDegraded", PGS_DEGRADED, "Placement groups of a pool hold degraded objects", "15m", "warning",
+     "alert.ceph_pgs_degraded",
+     f"ceph_pg_degraded > 0 per pool ({PG_STATES}: degraded = objects short of their copies or shards)",
+     "held 15m as unclean PGs"),
+)
+
+
 def ceph_alerts(ceph: CephPlan, queries: dict[str, Query]) -> list[AlertRule]:
     def q(name: str) -> str:
         return queries[name].over()
@@ -127,21 +145,9 @@ def ceph_alerts(ceph: CephPlan, queries: dict[str, Query]) -> list[AlertRule]:
                    f"{q(HEALTH)} == {{threshold}}", 1, "state", "15m", "warning", SPEC, "alert.ceph_health_warning",
                    f"ceph_health_status == 1: HEALTH_WARN ({HEALTH_CHECKS}), held 15m as Ceph's own rule ({MIXIN}): "
                    "a warning that clears by itself (an OSD restart, a scrub) stays quiet", health),
-        alert_rule("CephPgsInactive", "ceph", "Placement groups of a pool are not active: their I/O blocks",
-                   f"{q(PGS_INACTIVE)} > {{threshold}}", 0, "PGs", "5m", "critical", SPEC, "alert.ceph_pgs_inactive",
-                   f"ceph_pg_total - ceph_pg_active > 0 per pool ({PG_STATES}: not active = no reads or writes), "
-                   f"held 5m as Ceph's own rule ({MIXIN}); a just-enabled module can serve every PG as unknown "
-                   "(recorded 10 s after HEALTH_OK: tests/fixtures/ceph/healthy), which 5m absorbs",
-                   queries[PGS_INACTIVE].source),
-        alert_rule("CephPgsNotClean", "ceph", "Placement groups of a pool are not active+clean",
-                   f"{q(PGS_UNCLEAN)} > {{threshold}}", 0, "PGs", "15m", "warning", SPEC, "alert.ceph_pgs_not_clean",
-                   f"ceph_pg_total - ceph_pg_clean > 0 per pool ({PG_STATES}: clean = every copy or shard in place), "
-                   f"held 15m as Ceph's own rule ({MIXIN}), time for recovery after a short OSD restart",
-                   queries[PGS_UNCLEAN].source),
-        alert_rule("CephPgsDegraded", "ceph", "Placement groups of a pool hold degraded objects",
-                   f"{q(PGS_DEGRADED)} > {{threshold}}", 0, "PGs", "15m", "warning", SPEC, "alert.ceph_pgs_degraded",
-                   f"ceph_pg_degraded > 0 per pool ({PG_STATES}: degraded = objects short of their copies or "
-                   "shards), held 15m as unclean PGs", queries[PGS_DEGRADED].source),
+        *(alert_rule(name, "ceph", summary, f"{q(query)} > {{threshold}}", 0, "PGs", for_, severity, SPEC, rule,
+                     f"{meaning}, {why}", queries[query].source)
+          for name, query, summary, for_, severity, rule, meaning, why in _PG_ALERTS),
         alert_rule("CephOsdDown", "ceph", "A Ceph OSD is down", f"{q(OSD_UP)} < {{threshold}}", 1, "state", "5m",
                    "warning", SPEC, "alert.ceph_osd_down",
                    f"ceph_osd_up < 1 for an OSD of the {ceph.osds.value} planned, held 5m as Ceph's own rule "

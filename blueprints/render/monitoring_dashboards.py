@@ -169,7 +169,6 @@ def ceph(bp: Blueprint, cluster: CephPlan) -> db.Dashboard:
         stat.Panel().title("Managers serving metrics (the active one; standbys answer empty)")
         .with_target(_query(mon.query("ceph.managers_serving").series, "managers"))
         .thresholds(_thresholds(1, good_below=False)).span(8).height(6))
-    osd_up = mon.query("ceph.osd_up").series
     d = d.with_panel(
         stat.Panel().title("OSDs up / in / planned")
         .with_target(_query(mon.query("ceph.osds_up").series, "up"))
@@ -183,23 +182,18 @@ def ceph(bp: Blueprint, cluster: CephPlan) -> db.Dashboard:
             timeseries.Panel().title(title).with_target(_query(mon.query(name).series, "{{name}}"))
             .unit("short").min(0).span(8).height(8))
     d = d.with_row(db.Row("OSDs"))
-    d = d.with_panel(
-        statetimeline.Panel().title("OSD up")
-        .with_target(_query(osd_up, "{{ceph_daemon}} on {{hostname}}"))
-        .thresholds(_thresholds(1, good_below=False)).span(12).height(8))
-    d = d.with_panel(
-        statetimeline.Panel().title("OSD in")
-        .with_target(_query(mon.query("ceph.osd_in").series, "{{ceph_daemon}} on {{hostname}}"))
-        .thresholds(_thresholds(1, good_below=False)).span(12).height(8))
+    for name, title in (("ceph.osd_up", "OSD up"), ("ceph.osd_in", "OSD in")):
+        d = d.with_panel(
+            statetimeline.Panel().title(title)
+            .with_target(_query(mon.query(name).series, "{{ceph_daemon}} on {{hostname}}"))
+            .thresholds(_thresholds(1, good_below=False)).span(12).height(8))
     d = d.with_row(db.Row("Pools"))
-    d = d.with_panel(
-        timeseries.Panel().title("Pool capacity used")
-        .with_target(_query(mon.query("ceph.pool_used_ratio").series, "{{name}}"))
-        .unit("percentunit").min(0).max(1).span(12).height(8))
-    d = d.with_panel(
-        timeseries.Panel().title("Bytes stored per pool (before copies or erasure coding)")
-        .with_target(_query(mon.query("ceph.pool_stored_bytes").series, "{{name}}"))
-        .unit("bytes").min(0).span(12).height(8))
+    for name, title, unit in (("ceph.pool_used_ratio", "Pool capacity used", "percentunit"),
+                              ("ceph.pool_stored_bytes", "Bytes stored per pool (before copies or erasure coding)",
+                               "bytes")):
+        d = d.with_panel(
+            timeseries.Panel().title(title).with_target(_query(mon.query(name).series, "{{name}}"))
+            .unit(unit).min(0).span(12).height(8))
     return d
 
 
