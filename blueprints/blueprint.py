@@ -8,6 +8,7 @@ the ``blueprint.yaml`` it serialises to) and never the raw spec.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -430,9 +431,18 @@ class ScrapeJob(_Frozen):
     role: HostRole
     port: int
     exporter: str
+    hosts: tuple[str, ...] = Field(default=(), description="Only these hosts of the role (the Ceph managers); "
+                                                           "empty: every host of the role")
+    tls: bool = Field(default=True, description="HTTPS with the cluster CA and basic auth (MonitoringAuth); False: "
+                                                "plain HTTP without auth, for an exporter that offers neither")
+    note: str = Field(default="", description="How the exporter answers, where that is not plain (standbys)")
+
+    def scraped(self, roles: Mapping[HostRole, list[str]]) -> list[str]:
+        """The hosts this job scrapes, from ``Blueprint.hosts_by_role()``."""
+        return list(self.hosts) if self.hosts else roles.get(self.role, [])
 
 
-RuleGroup = Literal["storage", "fabric", "gpu", "serving", "baseline"]
+RuleGroup = Literal["storage", "fabric", "gpu", "serving", "ceph", "baseline"]
 
 
 class AlertRule(_Frozen):

@@ -2,7 +2,8 @@
 
 Metric names prefixed ``clustersmith_`` come from the project's textfile exporter (monitoring role,
 ``roles/monitoring/files/clustersmith-exporter``); ``node_*`` from node_exporter; ``DCGM_*`` from
-dcgm-exporter on GPU hosts. Rules without a spec target (PFC pause storms, CNP rate) alert on deviation
+dcgm-exporter on GPU hosts; ``ceph_*`` from the Ceph managers' prometheus module where the design runs Ceph
+(planner.monitoring_ceph). Rules without a spec target (PFC pause storms, CNP rate) alert on deviation
 from a historical baseline: recording rules keep the mean and standard deviation of the rate over
 ``baseline_window`` and the alert fires above mean + k standard deviations.
 """
@@ -14,7 +15,6 @@ from blueprints.blueprint import (
     ComputePlan,
     MonitoringAuth,
     MonitoringPlan,
-    Provenance,
     Query,
     RecordingRule,
     RuleGroup,
@@ -24,8 +24,10 @@ from blueprints.blueprint import (
     Traced,
     traced,
 )
+from blueprints.planner.alerts import alert_rule
 from blueprints.planner.context import PlanContext
 from blueprints.planner.lab import rail_subnet
+from blueprints.planner.monitoring_ceph import ceph_alerts, ceph_queries, ceph_scrape
 from blueprints.spec import LabTarget
 from blueprints.units import Duration
 
@@ -137,15 +139,6 @@ def _storage_queries() -> list[Query]:
     ]
 
 
-def _rule(name: str, group: RuleGroup, summary: str, expr: str, threshold: float, unit: str, for_: str,
-          severity: str, spec: list[str] | tuple[str, ...], rule: str, formula: str, source: str) -> AlertRule:
-    return AlertRule.model_validate({
-        "name": name, "group": group, "summary": summary, "expr": expr, "threshold": threshold, "unit": unit,
-        "for": for_, "severity": severity, "metric_source": source,
-        "derived_from": Provenance(spec=tuple(spec), rule=rule, formula=formula),
-    })
-
-
 def _fabric_queries(storage: StoragePlan) -> list[Query]:
     """The rails' and paths' series: what the fabric alerts and the fabric and storage dashboards read."""
     rtt = "rate(clustersmith_rail_rtt_seconds_bucket[{window}])"
@@ -222,18 +215,18 @@ def _storage_rules(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan,
     recording = [_recorded(queries[READ_RATE], "storage"), _recorded(hit_ratio, "storage")]
     hit = storage.cache.min_hit_ratio
     alerts = [
-        _rule("StorageReadLatencyP99High", "storage", f"Storage p99 small-read latency above the {lat} target",
+        alert_rule("StorageReadLatencyP99High", "storage", f"Storage p99 small-read latency above the {lat} target",
               f"{queries[LATENCY_P99].over()} > {{threshold}}",
               lat.value, "s", "10m", "critical", ["performance.storage.latency_p99"], "alert.latency_p99",
               f"p99 > {lat.quantity} ({lat.value:g} s); the target is a histogram bucket bound, so the quantile "
               f"crosses it exactly", queries[LATENCY_P99].source),
-        _rule("StorageThroughputJitterHigh", "storage", f"Read throughput jitter above the {jitter} target",
+        alert_rule("StorageThroughputJitterHigh", "storage", f"Read throughput jitter above the {jitter} target",
               f"({queries[JITTER].over()} > {{threshold}}) and {queries['storage.read_rate_mean'].over()} > {floor:g}",
               jitter.value, "ratio", "15m", "warning", ["performance.storage.jitter"], "alert.jitter_cv",
               f"coefficient of variation of the 1-minute read rate > {jitter.quantity}, while the node reads at "
               f"least {JITTER_ACTIVE_SHARE:.0%} of its planned {compute.storage_read_per_node} ({floor:g} B/s)",
               queries[JITTER].source),
-        _rule("CacheHitRatioLow", "storage", f"dm-cache read hit ratio below the planned {hit.value} floor",
+        alert_rule("CacheHitRatioLow", "storage", f"dm-cache read hit ratio below the planned {hit.value} floor",
               f"{hit_ratio.series} < {{threshold}}", hit.value.value, "ratio",
               "30m", "warning", list(hit.derived_from.spec), "alert.cache_hit_ratio",
               f"read hits / (hits + misses) over {hit_ratio.window} < {hit.value}", hit_ratio.source),
@@ -272,12 +265,12 @@ def _fabric_rules(compute: ComputePlan, storage: StoragePlan, queries: dict[str,
     if storage.nvmeof is not None:
         paths = storage.nvmeof.paths_per_subsystem
         live = queries[LIVE_PATHS]
-        alerts.append(_rule(
+        alerts.append(alert_rule(
             "NvmeofPathDown", "fabric", f"Fewer than the planned {paths.value} live NVMe-oF paths to a subsystem",
             f"{live.over()} < {{threshold}}", paths.value, "paths", "30s", "critical", list(paths.derived_from.spec),
             "alert.path_down", f"live paths < {paths.value} planned ({paths.derived_from.formula})", live.source))
     port = queries[PORT_ACTIVE]
-    alerts.append(_rule(
+    alerts.append(alert_rule(
         "RdmaLinkDown", "fabric", "An RDMA port is not ACTIVE", f"{port.over()} < {{threshold}}", 1,
         "state", "30s", "critical", list(compute.rails.derived_from.spec), "alert.rdma_link_down",
         f"every port of the {compute.rails.value} rails per node must be ACTIVE", port.source))
@@ -287,7 +280,7 @@ def _fabric_rules(compute: ComputePlan, storage: StoragePlan, queries: dict[str,
         q = queries[query]
         rules, expr = _baseline(q)
         recording += rules
-        alerts.append(_rule(
+        alerts.append(alert_rule(
             name, "fabric", f"{what} above their {BASELINE} baseline", expr, SIGMAS, "sigma", for_, "warning",
             sigma_spec, "alert.dynamic_baseline",
             f"{q.window} rate > {BASELINE} mean + {SIGMAS:g} standard deviations (three-sigma rule)", q.source))
@@ -312,13 +305,18 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
     queries = _storage_queries() + _fabric_queries(storage)
     if has_gpu:
         queries += _gpu_queries()
+    if storage.ceph is not None:
+        scrape.append(ceph_scrape(storage.ceph))
+        queries += ceph_queries()
     named = _by_name(queries)
     recording, alerts = _storage_rules(ctx, compute, storage, named)
     fabric_recording, fabric_alerts = _fabric_rules(compute, storage, named)
     recording += fabric_recording
     alerts += fabric_alerts
+    if storage.ceph is not None:
+        alerts += ceph_alerts(storage.ceph, named)
     if has_gpu:
-        alerts.append(_rule(
+        alerts.append(alert_rule(
             "GpuSmUtilisationLow", "gpu", "GPU SM activity below 70 % while a job holds the GPU (input-bound?)",
             f"{named[SM_ACTIVE].over()} < {{threshold}} "
             "and on (instance) max by (instance) (DCGM_FI_DEV_FB_USED) > 0",

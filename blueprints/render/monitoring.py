@@ -48,9 +48,11 @@ def prometheus_config(bp: Blueprint) -> dict[str, Any]:
     mon = bp.monitoring
     roles = bp.hosts_by_role()
     jobs: dict[str, list[dict[str, Any]]] = {}
+    tls: dict[str, bool] = {}
     seen: set[tuple[str, str]] = set()
     for job in mon.scrape:
-        for host in roles.get(job.role, []):
+        tls[job.name] = job.tls
+        for host in job.scraped(roles):
             if (job.name, host) in seen:
                 continue  # one target per host and job, labelled with its first role
             seen.add((job.name, host))
@@ -67,8 +69,9 @@ def prometheus_config(bp: Blueprint) -> dict[str, Any]:
         },
         "rule_files": ["rules/*.yml"],
         "alerting": {"alertmanagers": [{**client_auth(bp), "static_configs": [{"targets": alertmanagers}]}]},
-        "scrape_configs": [{"job_name": name, **client_auth(bp), "static_configs": targets}
-                           for name, targets in jobs.items()],
+        # A job without TLS (Ceph Pacific's mgr module serves plain HTTP, no auth) gets neither TLS nor the password.
+        "scrape_configs": [{"job_name": name, **(client_auth(bp) if tls[name] else {"scheme": "http"}),
+                            "static_configs": targets} for name, targets in jobs.items()],
     }
 
 

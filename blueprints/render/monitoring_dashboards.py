@@ -2,8 +2,8 @@
 
 ``storage``: I/O heatmap by device and the small-read latency distribution; ``fabric``: rail round-trip
 p99, rail and NVMe-oF path health; ``gpu`` (GPU clusters only): SM activity, HBM activity, NVLink and XID
-errors; ``targets``: one row per spec target with the target next to what is measured.
-Targets and thresholds are the Blueprint's.
+errors; ``ceph`` (bare metal and the lab): health, PGs per pool, OSDs up and in, pool usage; ``targets``: one
+row per spec target with the target next to what is measured. Targets and thresholds are the Blueprint's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DataSourceRef, Threshold, ThresholdsMode
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from blueprints.blueprint import Blueprint
+from blueprints.blueprint import Blueprint, CephPlan
 
 # The role provisions its Prometheus data source under this uid.
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="clustersmith-prometheus")
@@ -154,10 +154,55 @@ def targets(bp: Blueprint) -> db.Dashboard:
     return d
 
 
+def ceph(bp: Blueprint, cluster: CephPlan) -> db.Dashboard:
+    """Health, placement groups per pool, OSDs up and in, pool usage: the plan's ceph.* queries, so every series is one
+    the mgr prometheus module serves (and the alerts read)."""
+    mon = bp.monitoring
+    d = _new(bp, "ceph", "Ceph cluster")
+    d = d.with_row(db.Row("Health"))
+    health = db.ThresholdsConfig().mode(ThresholdsMode.ABSOLUTE).steps(
+        [Threshold(value=None, color=GREEN), Threshold(value=1, color="orange"), Threshold(value=2, color=RED)])
+    d = d.with_panel(
+        stat.Panel().title("Health (0 HEALTH_OK, 1 HEALTH_WARN, 2 HEALTH_ERR)")
+        .with_target(_query(mon.query("ceph.health_status").series, "health")).thresholds(health).span(8).height(6))
+    d = d.with_panel(
+        stat.Panel().title("Managers serving metrics (the active one; standbys answer empty)")
+        .with_target(_query(mon.query("ceph.managers_serving").series, "managers"))
+        .thresholds(_thresholds(1, good_below=False)).span(8).height(6))
+    d = d.with_panel(
+        stat.Panel().title("OSDs up / in / planned")
+        .with_target(_query(mon.query("ceph.osds_up").series, "up"))
+        .with_target(_query(mon.query("ceph.osds_in").series, "in").ref_id("B"))
+        .with_target(_query(f"vector({cluster.osds.value})", "planned").ref_id("C"))
+        .span(8).height(6))
+    d = d.with_row(db.Row("Placement groups per pool"))
+    for name, title in (("ceph.pgs_not_active", "PGs not active"), ("ceph.pgs_not_clean", "PGs not active+clean"),
+                        ("ceph.pgs_degraded", "PGs degraded")):
+        d = d.with_panel(
+            timeseries.Panel().title(title).with_target(_query(mon.query(name).series, "{{name}}"))
+            .unit("short").min(0).span(8).height(8))
+    d = d.with_row(db.Row("OSDs"))
+    for name, title in (("ceph.osd_up", "OSD up"), ("ceph.osd_in", "OSD in")):
+        d = d.with_panel(
+            statetimeline.Panel().title(title)
+            .with_target(_query(mon.query(name).series, "{{ceph_daemon}} on {{hostname}}"))
+            .thresholds(_thresholds(1, good_below=False)).span(12).height(8))
+    d = d.with_row(db.Row("Pools"))
+    for name, title, unit in (("ceph.pool_used_ratio", "Pool capacity used", "percentunit"),
+                              ("ceph.pool_stored_bytes", "Bytes stored per pool (before copies or erasure coding)",
+                               "bytes")):
+        d = d.with_panel(
+            timeseries.Panel().title(title).with_target(_query(mon.query(name).series, "{{name}}"))
+            .unit(unit).min(0).span(12).height(8))
+    return d
+
+
 def dashboards(bp: Blueprint) -> dict[str, str]:
     """Dashboard JSON by file stem."""
     built = {"storage": storage(bp), "fabric": fabric(bp), "targets": targets(bp)}
     if any(a.name == "GpuSmUtilisationLow" for a in bp.monitoring.alerts):
         built["gpu"] = gpu(bp)
+    if bp.storage.ceph is not None:
+        built["ceph"] = ceph(bp, bp.storage.ceph)
     return {name: json.dumps(d.build(), cls=JSONEncoder, indent=2, sort_keys=True) + "\n"
             for name, d in built.items()}

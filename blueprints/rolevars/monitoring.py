@@ -46,6 +46,10 @@ class MonitoringVars(RoleVars):
         description="Hosts that run Prometheus and Alertmanager (the Blueprint's monitoring host group)")
     monitoring_scrape_hosts: list[str] = Field(
         description="Every host prometheus.yml scrapes; each must be in the play, to resolve its address")
+    monitoring_plain_http_jobs: list[str] = Field(
+        default=[],
+        description="Scrape jobs over plain HTTP without auth, for exporters that offer neither (Ceph Pacific's mgr "
+                    "prometheus module); every other job is HTTPS with basic auth")
     monitoring_config_dir: str = Field(
         default="{{ playbook_dir }}/../monitoring",
         description="Controller folder `clustersmith build` wrote (out/<name>/monitoring)")
@@ -85,6 +89,7 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
             monitoring_collect_interval_s=max(1, round(mon.collect_interval.value)),
             monitoring_latency_buckets=list(mon.latency_buckets),
             monitoring_servers=roles.get("monitoring", []),
-            monitoring_scrape_hosts=sorted({h for j in mon.scrape for h in roles.get(j.role, [])}),
+            monitoring_scrape_hosts=sorted({h for j in mon.scrape for h in j.scraped(roles)}),
+            monitoring_plain_http_jobs=sorted({j.name for j in mon.scrape if not j.tls}),
         )
     }

@@ -5,6 +5,8 @@ design deploys, judged against the exporters' real metric lists:
 - clustersmith-exporter: the families the role's own exporter returns when run here on the lab recordings
   (roles/monitoring/tests/fixtures/, recorded by record_fixtures.py), its tools replaying their recorded output;
 - dcgm-exporter: the active rows of the collector file the role starts it with (one metric per row);
+- ceph-mgr: what Ceph 16.2.15's mgr prometheus module served, healthy and with an OSD down
+  (tests/fixtures/ceph/{healthy,osd-down}/mgr-prometheus.txt, see tests/fixtures/ceph/README.md);
 - Prometheus itself: ``up`` (synthesised per scrape target, Prometheus docs "Jobs and instances") and the series its
   own recording rules write.
 """
@@ -25,6 +27,7 @@ from tests.promtool.support import EXAMPLES, REPO, blueprint
 from tests.unit.test_monitoring_exporter import FIXTURES, exporter, sysfs_from_dump
 
 NODE_SCRAPE = REPO / "tests" / "fixtures" / "monitoring" / "node-exporter-1.5.0-dev-machine.prom"
+CEPH_SCRAPES = [REPO / "tests" / "fixtures" / "ceph" / s / "mgr-prometheus.txt" for s in ("healthy", "osd-down")]
 DCGM_COUNTERS = REPO / "roles" / "monitoring" / "files" / "dcgm-exporter-counters.csv"
 PROMETHEUS_OWN = {"up"}
 # node_exporter also serves what clustersmith-exporter writes into its textfile folder (the role's timer runs it there).
@@ -48,15 +51,24 @@ def _family_names(kind: str, name: str) -> set[str]:
     return {name, f"{name}_bucket", f"{name}_sum", f"{name}_count"} if kind in ("histogram", "summary") else {name}
 
 
-def node_exporter_metrics() -> set[str]:
+def exposition_metrics(path: Path) -> set[str]:
+    """Every series name a recorded scrape (Prometheus text format) holds or declares."""
     names: set[str] = set()
-    for line in NODE_SCRAPE.read_text().splitlines():
+    for line in path.read_text().splitlines():
         if line.startswith("# TYPE "):
             _, _, name, kind = line.split()
             names |= _family_names(kind, name)
         elif line and not line.startswith("#"):
             names.add(re.split(r"[{ ]", line, maxsplit=1)[0])
     return names
+
+
+def node_exporter_metrics() -> set[str]:
+    return exposition_metrics(NODE_SCRAPE)
+
+
+def ceph_mgr_metrics() -> set[str]:
+    return set().union(*(exposition_metrics(p) for p in CEPH_SCRAPES))
 
 
 def clustersmith_exporter_metrics(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
@@ -88,6 +100,7 @@ def dcgm_exporter_metrics() -> set[str]:
 def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
     with pytest.MonkeyPatch.context() as mp:
         return {"node_exporter": node_exporter_metrics(), "dcgm-exporter": dcgm_exporter_metrics(),
+                "ceph-mgr": ceph_mgr_metrics(),
                 "clustersmith-exporter": clustersmith_exporter_metrics(tmp_path_factory.mktemp("exp"), mp),
                 "prometheus": set(PROMETHEUS_OWN), "alertmanager": set(PROMETHEUS_OWN)}
 
@@ -137,6 +150,9 @@ def test_the_exporter_lists_are_real_and_hold_what_each_is_known_for(produced: d
             "clustersmith_rail_rtt_seconds_bucket"} <= produced["clustersmith-exporter"]
     assert {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_XID_ERRORS",
             "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"} <= produced["dcgm-exporter"]
+    assert {"ceph_health_status", "ceph_osd_up", "ceph_osd_in", "ceph_osd_metadata", "ceph_pg_active",
+            "ceph_pg_total", "ceph_pool_metadata", "ceph_mds_metadata"} <= produced["ceph-mgr"]
+    assert "ceph_mon_quorum_status" in produced["ceph-mgr"] and "node_disk_read_bytes_total" not in produced["ceph-mgr"]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)

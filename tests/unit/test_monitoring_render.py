@@ -35,7 +35,7 @@ def test_every_host_is_scraped_once_per_job_with_its_role(example: Path, tmp_pat
     for job in {j.name for j in bp.monitoring.scrape}:
         static = next(c for c in config["scrape_configs"] if c["job_name"] == job)["static_configs"]
         instances = [s["labels"]["instance"] for s in static]
-        wanted = {h for j in bp.monitoring.scrape if j.name == job for h in roles.get(j.role, [])}
+        wanted = {h for j in bp.monitoring.scrape if j.name == job for h in j.scraped(roles)}
         assert sorted(instances) == sorted(wanted), job
         for s in static:
             port = next(j.port for j in bp.monitoring.scrape if j.name == job and j.role == s["labels"]["role"])
@@ -53,7 +53,8 @@ def test_each_alert_carries_its_threshold_and_spec_path_with_line(example: Path,
         rule = written[alert.name]
         threshold = f"{alert.threshold:.12g}"
         assert "{threshold}" not in rule["expr"]
-        assert re.search(rf"[<>] {re.escape(threshold)}\b|{re.escape(threshold)} \*", rule["expr"]), rule["expr"]
+        assert re.search(rf"(?:[<>]=?|==) {re.escape(threshold)}\b|{re.escape(threshold)} \*", rule["expr"]), \
+            rule["expr"]
         assert rule["for"] == alert.for_
         assert rule["labels"]["severity"] == alert.severity
         ann = rule["annotations"]
@@ -105,7 +106,8 @@ def test_dashboards_are_built_with_the_sdk_and_show_each_spec_target(example: Pa
     bp = blueprint(example)
     out = _out(example, tmp_path)
     names = {p.stem for p in (out / "dashboards").glob("*.json")}
-    assert names == {"storage", "fabric", "targets"} | ({"gpu"} if bp.lab is None else set())
+    assert names == {"storage", "fabric", "targets"} | ({"gpu"} if bp.lab is None else set()) | (
+        {"ceph"} if bp.storage.ceph is not None else set())
     targets = json.loads((out / "dashboards" / "targets.json").read_text())
     rows = [p["title"] for p in targets["panels"] if p["type"] == "row"]
     storage = load_requirements(example).performance.storage
@@ -147,9 +149,14 @@ def test_every_scrape_and_alertmanager_is_tls_with_basic_auth() -> None:
         expected = {"scheme": "https",
                     "basic_auth": {"username": auth.username, "password_file": auth.password_file},
                     "tls_config": {"ca_file": auth.ca_file, "insecure_skip_verify": False}}
+        plain = {j.name for j in bp.monitoring.scrape if not j.tls}
+        assert plain == ({"ceph"} if bp.storage.ceph is not None else set())  # Pacific's mgr module: no TLS, no auth
         blocks = [*config["scrape_configs"], *config["alerting"]["alertmanagers"]]
         assert blocks
         for block in blocks:
+            if block.get("job_name") in plain:
+                assert block["scheme"] == "http" and "basic_auth" not in block and "tls_config" not in block, block
+                continue  # the password is never sent where it would travel in clear
             assert {k: block[k] for k in expected} == expected, block.get("job_name", "alertmanager")
 
 
