@@ -91,7 +91,7 @@ def test_every_osd_has_its_tier_device_class(deployed: ExampleLab) -> None:
     assert isinstance(tree, dict)
     osds = [n for n in tree["nodes"] if n["type"] == "osd"]
     assert len(osds) == ceph.osds.value
-    assert {(n["name"], n.get("class"), n["status"]) for n in osds} == {
+    assert {(n["name"], n.get("device_class"), n["status"]) for n in osds} == {
         (n["name"], ceph.osd_groups[0].device_class, "up") for n in osds}
 
 
