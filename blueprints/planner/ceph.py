@@ -315,7 +315,8 @@ LAB_EXCEPTIONS = (
     CephLabException(rule="erasure code", real="EC 8+2, 6+3 or 4+2 (m >= 2) or 3 replicas, as the tier is sized",
                      lab="EC 2+1 (m = 1) for the hot data pool"),
     CephLabException(rule="OSD devices", real="one OSD per NVMe/QLC/HDD drive, device class from the tier",
-                     lab="virtual disks (>= 6 GiB, ceph-volume refuses < 5 GiB), device class nvme set by the ceph role"),
+                     lab="virtual disks (>= 6 GiB, ceph-volume refuses < 5 GiB), device class nvme set by the ceph "
+                         "role"),
     CephLabException(rule="slow-machine settings", real="Ceph's defaults",
                      lab="longer heartbeat, beacon and op-thread graces, 896 MiB osd_memory_target, no fsck on "
                          "mkfs, no CRUSH smoke test (storage.ceph.settings says why each)"),

@@ -3,8 +3,8 @@
 - group_vars hold exactly what each role's ``blueprints.rolevars`` module derives from the Blueprint
   (only the values it sets; role defaults and per-host facts stay out).
 - site.yml applies the roles in the order of ``PLAYS`` (rdma, pfc_dcqcn, nvmeof, ceph, shared_fs,
-  storage_tiering, nccl, monitoring); a role gets a play when ``roles/<name>`` exists in the repository and the Blueprint gives
-  it variables (no ``nvmeof`` play where the cloud provider serves storage). Add a role by adding a row.
+  storage_tiering, nccl, monitoring); a role gets a play when ``roles/<name>`` exists in the repository and the
+  Blueprint gives it variables (no ``nvmeof`` play where the cloud provider serves storage). Add a role by adding a row.
 - inventory.yml: on non-lab targets, one host per planned machine with placeholders to fill in
   (format: ``blueprints/templates/ansible/README.md``). On the lab, ``clustersmith lab up`` writes it
   with the real ports. ``lab up``, ``deploy`` and ``inventory --from-stack`` replace the build's link with a real

@@ -1,6 +1,7 @@
 """The ceph role's cluster step (roles/ceph/library/ceph_cluster.py) decides on real Ceph 16.2.15 state: ``report``,
 ``auth ls`` and ``mgr dump`` recorded by tests/fixtures/ceph/record.sh, ``fresh/`` right after the monitor and
-manager, ``healthy/`` at HEALTH_OK with the lab plan's pools (the hot pool at its planned 128 PGs, autoscale warn) and ``osd-down/``."""
+manager, ``healthy/`` at HEALTH_OK with the lab plan's pools (the hot pool at its planned 128 PGs, autoscale warn)
+and ``osd-down/``."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def recorded_entities(name: str) -> list[dict[str, Any]]:
 
 
 def test_a_fresh_cluster_gets_every_planned_object_in_order() -> None:
-    wanted = recorded_entities("fresh") + [{"entity": "client.fs-client-1", "key": STORED_KEY, "caps": FS_CAPS}]
+    wanted = [*recorded_entities("fresh"), {"entity": "client.fs-client-1", "key": STORED_KEY, "caps": FS_CAPS}]
     actions = cluster.decide(params(entities=wanted), state("fresh"))
     assert [a.why for a in actions] == [
         "EC profile hot_k2m1",
