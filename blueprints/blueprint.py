@@ -388,6 +388,21 @@ class CephNetwork(_Frozen):
     lossless: bool = Field(description="True only if the QoS plan puts that DSCP on a PFC priority")
 
 
+class CephSetting(_Frozen):
+    """One ceph.conf [global] setting the design changes from Ceph's default, and why."""
+
+    name: str = Field(description="As ceph.conf spells it, e.g. osd class update on start")
+    value: str
+    why: str
+
+
+class CephMount(_Frozen):
+    """How every GPU node mounts the file system (the shared_fs role): the kernel client over client_rail."""
+
+    mount_point: str = Field(description="Where CephFS's root is mounted on every GPU node")
+    mount_timeout: Traced[int] = Field(description="mount.ceph mount_timeout, seconds")
+
+
 class CephLabException(_Frozen):
     """A rule the real design keeps that the lab breaks, and why."""
 
@@ -409,6 +424,9 @@ class CephPlan(_Frozen):
     network: CephNetwork
     target_pgs_per_osd: int = Field(description="PG calculator target (mon_target_pg_per_osd)")
     osd_device_min_size: Size | None = Field(default=None, description="Lab: smallest virtual disk an OSD may get")
+    settings: tuple[CephSetting, ...] = Field(description="ceph.conf settings changed from Ceph's defaults")
+    mgr_modules: tuple[str, ...] = Field(description="Manager modules enabled beyond Ceph's always-on ones")
+    mount: CephMount
     lab_exceptions: tuple[CephLabException, ...] = Field(default=(), description="Lab departures from the rules")
 
 

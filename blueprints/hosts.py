@@ -31,7 +31,8 @@ class _Frozen(BaseModel):
 class DiskPlan(_Frozen):
     """A block device every host of a group owns; the inventory names the real device (``disks.<name>``)."""
 
-    name: Literal["fast", "slow"] = Field(description="fast: local NVMe (the cache); slow: the device behind it")
+    name: str = Field(pattern=r"^(fast|slow|osd[0-9]+)$",
+                      description="fast: local NVMe (the cache); slow: the device behind it; osdN: a Ceph OSD's device")
     purpose: str = Field(description="What the device is, for the person filling in the inventory")
 
 

@@ -66,3 +66,5 @@ class LabPlan(_Frozen):
     hosts: tuple[LabHost, ...] = Field(description="The VMs, storage targets first")
     rails: tuple[LabRail, ...] = Field(description="Private L2 segments, one NIC per VM on each")
     image: LabImage = Field(description="What the shared guest image holds")
+    storage_memory_mib: Traced[int] | None = Field(
+        default=None, description="RAM of each storage VM, sized for the Ceph daemons it runs")

@@ -35,6 +35,9 @@ def ceph_tables(ceph: CephPlan) -> list[Table]:
                     n.cluster_nic.derived_from.formula)
     cluster.add_row("traffic class", f"DSCP {n.dscp.value}, {'lossless' if n.lossless else 'lossy (no PFC)'}",
                     n.dscp.derived_from.formula)
+    cluster.add_row("CephFS on GPU nodes", f"{ceph.mount.mount_point} (kernel client, mount_timeout "
+                    f"{ceph.mount.mount_timeout.value} s)", ceph.mount.mount_timeout.derived_from.formula)
+    cluster.add_row("manager modules", ", ".join(ceph.mgr_modules), "the monitoring plan scrapes the prometheus module")
     pools = _table("Ceph pools", "pool", "type", "size / min_size", "profile", "pg_num", "autoscale", "directory")
     profiles = {p.name: p for p in ceph.ec_profiles}
     for pool in ceph.pools:
@@ -44,7 +47,10 @@ def ceph_tables(ceph: CephPlan) -> list[Table]:
         pools.add_row(pool.name, pool.type, f"{pool.size.value} / {pool.min_size.value}", what,
                       f"{pool.pg_num.value}  [{pool.pg_num.derived_from.formula.split(';')[0]}]",
                       pool.pg_autoscale_mode.value, pool.directory or "")
-    tables = [cluster, pools]
+    settings = _table("ceph.conf settings changed from Ceph's defaults", "setting", "value", "why")
+    for setting in ceph.settings:
+        settings.add_row(setting.name, setting.value, setting.why)
+    tables = [cluster, pools, settings]
     if ceph.lab_exceptions:
         lab = _table("lab exceptions to the real-design rules", "rule", "real design", "lab")
         for e in ceph.lab_exceptions:

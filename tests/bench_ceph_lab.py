@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from blueprints.lab_plan import LabDisk, LabHost, LabPlan
+from blueprints.planner.ceph import LAB_SETTINGS, SETTINGS
 from blueprints.planner.lab import CEPH_MODULES, CEPH_PACKAGES, lab_image
 from stacks.lab import image, processes, vm
 from stacks.lab.lab import Lab
@@ -46,20 +47,9 @@ FS = "labfs"
 POOLS = {"cephfs_metadata": "replicated", "cephfs_data": "replicated", "cephfs_hot": "erasure"}
 PG_NUM = 16  # per pool; 3 pools x 16 PGs x 3 shards / 4 OSDs = 36 PGs per OSD, far under mon_max_pg_per_osd 250
 MOUNT = "/mnt/labfs"
-# The settings this lab changes from Ceph's defaults, each with its reason (printed and kept in figures.json).
-CEPH_SETTINGS: tuple[tuple[str, str, str], ...] = (
-    ("osd crush chooseleaf type", "0", "every OSD is in one VM: replicas and EC shards go to OSDs, not hosts"),
-    ("osd pool default pg autoscale mode", "off", "PG counts are set per pool (the planner's job); no merges"),
-    ("osd memory target", "939524096", "896 MiB, the floor Ceph accepts (DESIGN.md); 4 OSDs share one VM"),
-    ("bluestore fsck on mkfs", "false", "mkfs's deep fsck is minutes of CPU under TCG and checks a new store"),
-    ("osd heartbeat grace", "160", "Ceph's valgrind suites' value: a slow OSD must not be marked down"),
-    ("osd op thread timeout", "150", "Ceph's valgrind suites' value: slow op threads are not hung ones"),
-    ("mon osd crush smoke test", "false", "Ceph's valgrind suites' value: the smoke test forks crushtool"),
-    ("mds beacon grace", "300", "a TCG MDS can miss 15 s beacons; the standby-less MDS would be failed"),
-    ("mon mgr beacon grace", "300", "same for the one manager"),
-    ("auth allow insecure global id reclaim", "false",
-     "new clients only; the default (true) raises AUTH_INSECURE_GLOBAL_ID_RECLAIM_ALLOWED, never HEALTH_OK"),
-)  # fmt: skip
+# The settings this lab changes from Ceph's defaults, each with its reason (printed and kept in figures.json): the
+# planner's list, the same one the ceph role writes into ceph.conf (blueprints.planner.ceph).
+CEPH_SETTINGS: tuple[tuple[str, str, str], ...] = tuple((s.name, s.value, s.why) for s in SETTINGS + LAB_SETTINGS)
 MOUNT_TIMEOUT = 300  # client mount_timeout (s); Ceph's default is 60
 
 

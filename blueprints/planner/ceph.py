@@ -23,10 +23,12 @@ from blueprints.blueprint import (
     CephDaemons,
     CephEcProfile,
     CephLabException,
+    CephMount,
     CephNetwork,
     CephOsdGroup,
     CephPlan,
     CephPool,
+    CephSetting,
     ComputePlan,
     ProtectionOption,
     QosPlan,
@@ -37,7 +39,7 @@ from blueprints.blueprint import (
 from blueprints.catalog import StorageServer
 from blueprints.planner.context import PlanContext
 from blueprints.planner.hosts import storage_group
-from blueprints.planner.lab import rail_subnet
+from blueprints.planner.lab import LAB_OSDS, rail_subnet
 from blueprints.planner.storage_fabric import client_rails
 from blueprints.units import Rate, Size
 
@@ -75,9 +77,45 @@ MDS_SOURCE = ("max_mds 1 (multiple active MDS only when metadata is the bottlene
 # replicated pools: Ceph's default osd_pool_default_min_size for size 3 is 2.
 EC_MIN_SIZE = "k+1 (docs.ceph.com rados/operations/erasure-code: min_size K+1 prevents loss of writes and data)"
 # The lab: 4 OSDs in the storage VM, so EC 2+1 with failure domain osd has k+m+1 = 4 failure domains (issue 18).
-LAB_OSDS = 4
 LAB_EC = (2, 1)
-LAB_MIN_OSD_DEVICE = Size.parse("6GiB")  # ceph-volume refuses devices under 5 GiB (shared/DESIGN.md, the lab)
+LAB_MIN_OSD_DEVICE = Size.parse("6GiB")  # = LAB_OSD_DISK; ceph-volume refuses devices under 5 GiB (shared/DESIGN.md)
+
+
+# ceph.conf settings every design changes from Ceph's defaults (the role writes them into [global] with the reason).
+SETTINGS = (
+    CephSetting(name="osd class update on start", value="false",
+                why="the CRUSH device class is the tier's (nvme, qlc, hdd), set by the role, never auto-detected"),
+    CephSetting(name="auth allow insecure global id reclaim", value="false",
+                why="every client is patched for CVE-2021-20288; the default (true) raises "
+                    "AUTH_INSECURE_GLOBAL_ID_RECLAIM_ALLOWED (https://docs.ceph.com/en/latest/security/CVE-2021-20288/)"),
+)
+# The lab's further settings: every OSD in one VM, and a TCG guest 10-100x slower than hardware (the bench's list,
+# tests/bench_ceph_lab.py, reached HEALTH_OK with them; stacks/lab/CEPH_MEASURED.md).
+LAB_SETTINGS = (
+    CephSetting(name="osd crush chooseleaf type", value="0",
+                why="every OSD is in one VM: replicas and EC shards go to OSDs, not hosts"),
+    CephSetting(name="osd pool default pg autoscale mode", value="off",
+                why="PG counts are the planner's, set per pool; the manager's own pool gets no autoscaler either"),
+    CephSetting(name="osd memory target", value="939524096",
+                why="896 MiB, the floor Ceph accepts (DESIGN.md); 4 OSDs share one VM"),
+    CephSetting(name="bluestore fsck on mkfs", value="false",
+                why="mkfs's deep fsck is minutes of CPU under TCG and checks a new store"),
+    CephSetting(name="osd heartbeat grace", value="160",
+                why="Ceph's valgrind suites' value: a slow OSD must not be marked down"),
+    CephSetting(name="osd op thread timeout", value="150",
+                why="Ceph's valgrind suites' value: slow op threads are not hung ones"),
+    CephSetting(name="mon osd crush smoke test", value="false",
+                why="Ceph's valgrind suites' value: the smoke test forks crushtool"),
+    CephSetting(name="mds beacon grace", value="300",
+                why="a TCG MDS can miss 15 s beacons; the standby-less MDS would be failed"),
+    CephSetting(name="mon mgr beacon grace", value="300", why="same for the one manager"),
+)
+# The manager's prometheus module (default port 9283) is what monitoring scrapes (issue 18, item 6).
+MGR_MODULES = ("prometheus",)
+# mount.ceph(8): "mount_timeout: Timeout value for mount, in seconds. Default: 60"; the lab's TCG monitor and MDS
+# answer a new session far slower, so the lab waits 300 s (the bench's value; its mounts were not timed).
+MOUNT_TIMEOUT = 60
+LAB_MOUNT_TIMEOUT = 300
 
 
 def protection_label(opt: ProtectionOption) -> str:
@@ -277,7 +315,13 @@ LAB_EXCEPTIONS = (
     CephLabException(rule="erasure code", real="EC 8+2, 6+3 or 4+2 (m >= 2) or 3 replicas, as the tier is sized",
                      lab="EC 2+1 (m = 1) for the hot data pool"),
     CephLabException(rule="OSD devices", real="one OSD per NVMe/QLC/HDD drive, device class from the tier",
-                     lab="virtual disks (>= 6 GiB, ceph-volume refuses < 5 GiB), device class nvme set by hand"),
+                     lab="virtual disks (>= 6 GiB, ceph-volume refuses < 5 GiB), device class nvme set by the ceph "
+                         "role"),
+    CephLabException(rule="slow-machine settings", real="Ceph's defaults",
+                     lab="longer heartbeat, beacon and op-thread graces, 896 MiB osd_memory_target, no fsck on "
+                         "mkfs, no CRUSH smoke test (storage.ceph.settings says why each)"),
+    CephLabException(rule="mount_timeout", real=f"{MOUNT_TIMEOUT} s (mount.ceph's default)",
+                     lab=f"{LAB_MOUNT_TIMEOUT} s: a TCG monitor and MDS answer slowly"),
     CephLabException(rule="throughput", real="per-OSD rates from the catalog's published Ceph result",
                      lab="emulated (TCG): no figure from the lab is a performance claim"),
 )
@@ -333,5 +377,14 @@ def plan_ceph(ctx: PlanContext, compute: ComputePlan, qos: QosPlan, tiers: list[
         network=_network(ctx, qos, client_rails(ctx, compute).value, servers[0]),
         target_pgs_per_osd=TARGET_PGS_PER_OSD,
         osd_device_min_size=LAB_MIN_OSD_DEVICE if ctx.is_lab else None,
+        settings=SETTINGS + (LAB_SETTINGS if ctx.is_lab else ()),
+        mgr_modules=MGR_MODULES,
+        mount=CephMount(
+            mount_point=f"/mnt/{FS_NAME}",
+            mount_timeout=(traced(LAB_MOUNT_TIMEOUT, ["target.provider"], "ceph.lab_mount_timeout",
+                                  f"lab: {LAB_MOUNT_TIMEOUT} s, TCG daemons answer slowly")
+                           if ctx.is_lab else
+                           traced(MOUNT_TIMEOUT, ["target.provider"], "ceph.mount_timeout",
+                                  "mount.ceph(8) default: 60 s"))),
         lab_exceptions=LAB_EXCEPTIONS if ctx.is_lab else (),
     )

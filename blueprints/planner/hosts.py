@@ -9,6 +9,7 @@ from __future__ import annotations
 from blueprints.blueprint import ComputePlan, StoragePlan, TierPlan
 from blueprints.hosts import DiskPlan, HostGroup
 from blueprints.planner.context import PlanContext
+from blueprints.planner.lab import LAB_OSDS
 from blueprints.spec import LabTarget
 
 # Design defaults (not performance figures): the machine that runs Prometheus and Alertmanager.
@@ -25,11 +26,18 @@ CLIENT_DISKS = (
 TARGET_DISKS = (DiskPlan(name="slow", purpose="namespace block device"),)
 
 
+def osd_disks(count: int) -> tuple[DiskPlan, ...]:
+    """A Ceph host's OSD devices, osd0..osd<count-1>: the ceph role runs ceph-volume on each (the lab: its osdN
+    virtual disks; bare metal: every data drive of the server)."""
+    return tuple(DiskPlan(name=f"osd{i}", purpose="Ceph OSD data device") for i in range(count))
+
+
 def storage_group(ctx: PlanContext, compute: ComputePlan, tier: TierPlan) -> HostGroup:
     """The storage-target hosts of one tier (the lab: its storage VMs)."""
     prefix = "storage-" if ctx.is_lab else f"{tier.name}-"
+    drives = LAB_OSDS if ctx.is_lab else ctx.catalog.storage_servers[tier.server].drives
     return HostGroup(role="storage_target", count=tier.nodes.value, name_prefix=prefix, node_type=tier.server,
-                     rail_nics=compute.storage_nics, tier=tier.name, disks=TARGET_DISKS)
+                     rail_nics=compute.storage_nics, tier=tier.name, disks=TARGET_DISKS + osd_disks(drives))
 
 
 def host_groups(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[HostGroup, ...]:
@@ -37,7 +45,7 @@ def host_groups(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) ->
         t = ctx.req.target
         return (
             HostGroup(role="storage_target", count=t.storage_targets, name_prefix="storage-", node_type="lab-target",
-                      rail_nics=t.rails, tier="hot", disks=TARGET_DISKS),
+                      rail_nics=t.rails, tier="hot", disks=TARGET_DISKS + osd_disks(LAB_OSDS)),
             HostGroup(role="gpu_client", count=t.clients, name_prefix="client-", node_type="lab-vm",
                       rail_nics=t.rails, disks=CLIENT_DISKS),
             HostGroup(role="monitoring", count=1, name_prefix="storage-", node_type="lab-target"),

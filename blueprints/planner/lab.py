@@ -44,14 +44,24 @@ SLOW_DISK = 4 << 30
 # vCPU runs TCG single-threaded (no MTTCG, no cross-CPU timer IPIs), and 3 vCPU threads on the 2 host cores
 # oversubscribe them less than 6 did: Ansible's tasks are single-threaded in the guest anyway.
 LAB_VCPUS = 1
-# Ceph from Debian's packages (issue 18), not yet in the default image: tests/bench_ceph_lab.py measures an image with
-# them first (stacks/lab/CEPH_MEASURED.md). bookworm has no ceph-volume package: ceph-volume ships in ceph-osd.
+# Ceph from Debian's packages (issue 18), baked into the one image every lab VM boots (the storage VM runs the
+# daemons, the clients mount CephFS with the kernel client and run the ceph CLI for checks): one image is one cache
+# entry and one build. Its cost, measured by tests/bench_ceph_lab.py (stacks/lab/CEPH_MEASURED.md): +93 MiB of
+# initrd.gz and +253 MiB unpacked, i.e. +253 MiB of guest RAM per VM (the root file system lives in RAM).
+# bookworm has no ceph-volume package: ceph-volume ships in ceph-osd.
 # attr gives setfattr for CephFS directory layouts (ceph.dir.layout.pool). debootstrap does not resolve virtual
 # packages: ceph-mgr's python3-bcrypt depends on python3-cffi-backend-api-min, which only python3-cffi-backend
 # provides; without it named, debootstrap failed configuring python3-bcrypt.
 CEPH_PACKAGES = ("ceph-mon", "ceph-mgr", "ceph-mds", "ceph-osd", "ceph-common", "attr", "python3-cffi-backend")
 # The CephFS kernel client; kernel.closure adds what modules.dep says they need (netfs, fscache, libcrc32c, ...).
 CEPH_MODULES = ("ceph", "libceph")
+# The storage VM runs every Ceph daemon and the lab's 4 OSDs (issue 18: k+m+1 = 4 for EC 2+1, failure domain osd).
+LAB_OSDS = 4
+LAB_OSD_DISK = 6 << 30  # ceph-volume refuses devices under 5 GiB (shared/DESIGN.md); the bench ran on 6 GiB
+# Its RAM: 4 OSDs x osd_memory_target 896 MiB (the floor Ceph accepts, the lab's ceph.conf) = 3584 MiB under I/O, plus
+# mon/mgr/mds 370 MiB RSS and the 772 MiB root file system measured at HEALTH_OK (stacks/lab/CEPH_MEASURED.md) =
+# 4726 MiB; the bench ran at 6144 MiB (5923 MiB seen by the guest, 4497 MiB available when idle).
+CEPH_STORAGE_MEMORY_MIB = 6144
 
 
 def rail_subnet(index: int) -> str:
@@ -68,17 +78,30 @@ def lab_kernel(target: LabTarget) -> Traced[LabKernel]:
                   f"through {index}, {auth} NVMe DH-CHAP (CONFIG_NVME_TARGET_AUTH)")
 
 
+def storage_memory(target: LabTarget) -> Traced[int]:
+    """A storage VM's RAM: the spec's target.memory, or more where the Ceph daemons need it."""
+    asked = int(target.memory.value // (1 << 20))
+    mib = max(asked, CEPH_STORAGE_MEMORY_MIB)
+    return traced(mib, ["target.memory"], "lab.storage_memory_for_ceph",
+                  f"max(target.memory {asked} MiB, Ceph's {CEPH_STORAGE_MEMORY_MIB} MiB: {LAB_OSDS} OSDs x "
+                  f"osd_memory_target 896 MiB + mon/mgr/mds 370 MiB + root file system 772 MiB = 4726 MiB, run at "
+                  f"{CEPH_STORAGE_MEMORY_MIB} MiB in stacks/lab/CEPH_MEASURED.md) = {mib} MiB")
+
+
 def plan_lab(target: LabTarget, fabric: FabricPlan) -> LabPlan:
     memory_mib = int(target.memory.value // (1 << 20))
-    hosts = [LabHost(name=f"storage-{i + 1}", role="storage_target", memory_mib=memory_mib, cpus=LAB_VCPUS,
-                     disks=(LabDisk(name="slow", size_bytes=SLOW_DISK),))
+    storage_mib = storage_memory(target)
+    osd_disks = tuple(LabDisk(name=f"osd{i}", size_bytes=LAB_OSD_DISK) for i in range(LAB_OSDS))
+    hosts = [LabHost(name=f"storage-{i + 1}", role="storage_target", memory_mib=storage_mib.value, cpus=LAB_VCPUS,
+                     disks=(LabDisk(name="slow", size_bytes=SLOW_DISK), *osd_disks))
              for i in range(target.storage_targets)]
     hosts += [LabHost(name=f"client-{i + 1}", role="gpu_client", memory_mib=memory_mib, cpus=LAB_VCPUS,
                       disks=(LabDisk(name="fast", size_bytes=FAST_DISK), LabDisk(name="slow", size_bytes=SLOW_DISK)))
               for i in range(target.clients)]
     rails = [LabRail(index=i, name=f"rail{i}", subnet=rail_subnet(i), mtu=fabric.mtu.value)
              for i in range(target.rails)]
-    return LabPlan(hosts=tuple(hosts), rails=tuple(rails), image=lab_image(lab_kernel(target)))
+    return LabPlan(hosts=tuple(hosts), rails=tuple(rails), storage_memory_mib=storage_mib,
+                   image=lab_image(lab_kernel(target), CEPH_PACKAGES, CEPH_MODULES))
 
 
 def lab_image(kernel: Traced[LabKernel], extra_packages: tuple[str, ...] = (),

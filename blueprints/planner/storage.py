@@ -33,10 +33,11 @@ from blueprints.blueprint import (
 )
 from blueprints.catalog import ManagedFileSystem, StorageServer
 from blueprints.errors import InfeasibleError, Problem
-from blueprints.planner.ceph import LAB_EC, LAB_OSDS, node_rates, plan_ceph, protection_label
+from blueprints.planner.ceph import LAB_EC, node_rates, plan_ceph, protection_label
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.planner.fio_workloads import TIERED_MOUNT
 from blueprints.planner.hosts import storage_group
+from blueprints.planner.lab import LAB_OSDS
 from blueprints.spec import LabTarget
 from blueprints.units import Duration, Rate, Ratio, Size
 

@@ -2,9 +2,9 @@
 
 - group_vars hold exactly what each role's ``blueprints.rolevars`` module derives from the Blueprint
   (only the values it sets; role defaults and per-host facts stay out).
-- site.yml applies the roles in the order of ``PLAYS`` (rdma, pfc_dcqcn, nvmeof, storage_tiering, nccl,
-  monitoring); a role gets a play when ``roles/<name>`` exists in the repository and the Blueprint gives
-  it variables (no ``nvmeof`` play where the cloud provider serves storage). Add a role by adding a row.
+- site.yml applies the roles in the order of ``PLAYS`` (rdma, pfc_dcqcn, nvmeof, ceph, shared_fs,
+  storage_tiering, nccl, monitoring); a role gets a play when ``roles/<name>`` exists in the repository and the
+  Blueprint gives it variables (no ``nvmeof`` play where the cloud provider serves storage). Add a role by adding a row.
 - inventory.yml: on non-lab targets, one host per planned machine with placeholders to fill in
   (format: ``blueprints/templates/ansible/README.md``). On the lab, ``clustersmith lab up`` writes it
   with the real ports. ``lab up``, ``deploy`` and ``inventory --from-stack`` replace the build's link with a real
@@ -43,6 +43,8 @@ PLAYS: tuple[Play, ...] = (
     Play(role="rdma", hosts="storage_targets:gpu_clients", title="RDMA on every rail"),
     Play(role="pfc_dcqcn", hosts="storage_targets:gpu_clients", title="Lossless RoCE: PFC and DCQCN"),
     Play(role="nvmeof", hosts="storage_targets:gpu_clients", title="NVMe-oF targets and multipath hosts"),
+    Play(role="ceph", hosts="storage_targets", title="Ceph: monitors, managers, OSDs, MDS, pools and CephFS"),
+    Play(role="shared_fs", hosts="gpu_clients", title="The shared file system on every GPU node"),
     Play(role="storage_tiering", hosts="gpu_clients", title="Storage tiering on the GPU clients"),
     Play(role="nccl", hosts="gpu_clients", title="NCCL environment on the GPU clients"),
     Play(role="monitoring", hosts="all", title="Monitoring"),

@@ -43,7 +43,7 @@ LAB_KERNEL_ENV = "CLUSTERSMITH_LAB_KERNEL"
 # Lab test modules run in this order: the default lab's own tests (they end by stopping it), then on the example
 # lab the role scenarios (they converge it role by role), then site.yml and what needs the whole lab converged.
 MODULE_ORDER = ("test_lab_e2e", "test_lab_cleanup", "test_role_scenarios", "test_storage_path_e2e",
-                "test_accept_lab", "test_nccl_launch_lab", "test_monitoring_alerts")
+                "test_ceph_lab", "test_accept_lab", "test_nccl_launch_lab", "test_monitoring_alerts")
 
 TOOLS = {
     "qemu-system-x86_64": "qemu-system-x86",

@@ -8,8 +8,10 @@ from typing import Any
 import yaml
 
 from blueprints.rolevars import RoleVars, argument_spec
+from blueprints.rolevars.ceph import CephVars
 from blueprints.rolevars.nvmeof import NvmeofVars
 from blueprints.rolevars.rdma import RdmaVars
+from blueprints.rolevars.shared_fs import SharedFsVars
 from blueprints.rolevars.storage_tiering import StorageTieringVars
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -18,6 +20,8 @@ ROLES = REPO / "roles"
 MODELS: dict[str, tuple[type[RoleVars], str]] = {
     "rdma": (RdmaVars, "RDMA on every rail NIC: MTU, Soft-RoCE in the lab, RoCE mode and GID, across reboots"),
     "nvmeof": (NvmeofVars, "NVMe-oF: nvmet subsystems on the targets, native multipath over every rail on the hosts"),
+    "ceph": (CephVars, "Ceph from Debian's packages: monitors, managers, OSDs, MDS, pools, CephFS and its layouts"),
+    "shared_fs": (SharedFsVars, "The shared file system on every GPU node: CephFS through a systemd mount unit"),
     "storage_tiering": (StorageTieringVars,
                         "dm-cache tier of the fast device in front of the slow one, tunables and warm-up"),
 }

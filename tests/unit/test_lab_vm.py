@@ -71,7 +71,8 @@ def test_one_vde_nic_per_rail_and_disks_by_serial(planned: LabState) -> None:
     assert "virtio-blk-pci,drive=disk-slow,serial=slow" in devices
     argv = vm.qemu_argv(planned, storage, "S0VZ")
     disks = [argv[i + 1] for i, a in enumerate(argv) if a == "-device" and argv[i + 1].startswith("virtio-blk")]
-    assert disks == ["virtio-blk-pci,drive=disk-slow,serial=slow"]
+    assert disks == ["virtio-blk-pci,drive=disk-slow,serial=slow",
+                     *(f"virtio-blk-pci,drive=disk-osd{i},serial=osd{i}" for i in range(4))]  # Ceph's OSD disks
 
 
 def test_kernel_command_line_carries_key_nics_and_hostname(planned: LabState) -> None:
@@ -104,7 +105,8 @@ def test_inventory_groups_hosts_by_role_with_rails(planned: LabState, tmp_path: 
         "cidr": "10.77.1.2/24", "mtu": 1500, "mac": planned.hosts[1].rails[1].mac,
     }  # fmt: skip
     assert client["disks"] == {"fast": "/dev/disk/by-id/virtio-fast", "slow": "/dev/disk/by-id/virtio-slow"}
-    assert groups["storage_targets"]["hosts"]["storage-1"]["disks"] == {"slow": "/dev/disk/by-id/virtio-slow"}
+    assert groups["storage_targets"]["hosts"]["storage-1"]["disks"] == {
+        "slow": "/dev/disk/by-id/virtio-slow", **{f"osd{i}": f"/dev/disk/by-id/virtio-osd{i}" for i in range(4)}}
 
 
 def test_molecule_sees_the_same_hosts_groups_and_rails(planned: LabState) -> None:
