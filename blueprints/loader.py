@@ -60,7 +60,7 @@ class _BoundedLoader(yaml.SafeLoader):
             if self._aliases > MAX_ALIASES:
                 mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
                 raise _Refused(Problem(_dotted(self._path), f"more than {MAX_ALIASES} YAML aliases (*name); "
-                                       "expected a spec that writes its values out", line=mark.line + 1))
+                                       "expected a spec that writes its values out", line=_line(mark)))
             return super().compose_node(parent, index)
         is_key = isinstance(parent, yaml.MappingNode) and index is None
         if parent is not None and not is_key:
@@ -70,11 +70,21 @@ class _BoundedLoader(yaml.SafeLoader):
             if len(self._path) > MAX_DEPTH:
                 mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
                 raise _Refused(Problem(_dotted(self._path), f"nested more than {MAX_DEPTH} levels deep; "
-                                       "expected a spec like the examples (3 levels)", line=mark.line + 1))
+                                       "expected a spec like the examples (3 levels)", line=_line(mark)))
             return super().compose_node(parent, index)
         finally:
             if parent is not None and not is_key:
                 self._path.pop()
+
+
+def _line(mark: yaml.Mark) -> int:
+    """The 1-based line of a YAML mark as an editor counts it: by newlines. YAML also breaks lines at NEL, U+2028,
+    U+2029 and a lone CR, so ``mark.line`` can name a line the file does not have in an editor (fuzzing found
+    '"\\x85' reported on line 2 of a one-line text)."""
+    buffer = getattr(mark, "buffer", None)
+    if isinstance(buffer, str):
+        return buffer.count("\n", 0, mark.index) + 1
+    return int(mark.line) + 1
 
 
 def _compose(text: str) -> yaml.Node | None:
@@ -100,7 +110,7 @@ class _Walk:
         self._checked: set[int] = set()
 
     def walk(self, node: yaml.Node, path: tuple[str | int, ...]) -> None:
-        line = node.start_mark.line + 1
+        line = _line(node.start_mark)
         if id(node) in self._open:
             raise _Refused(Problem(_dotted(path), "a YAML alias refers to a mapping or list that contains it; "
                                    "expected a value that ends", line=line))
@@ -124,7 +134,7 @@ class _Walk:
                 seen: dict[str, int] = {}
                 for key, value in node.value:
                     sub = (*path, str(key.value))
-                    key_line = key.start_mark.line + 1
+                    key_line = _line(key.start_mark)
                     if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
                         if first and str(key.value) in seen:
                             self.problems.append(Problem(
@@ -147,7 +157,7 @@ class _Walk:
         if digits > MAX_INT_DIGITS:
             self.problems.append(Problem(
                 _dotted(path), f"an integer of {digits} digits; expected a number of at most {MAX_INT_DIGITS} "
-                "digits", line=node.start_mark.line + 1, value=node.value[:20] + "..."))
+                "digits", line=_line(node.start_mark), value=node.value[:20] + "..."))
 
 
 def _line_map(text: str) -> dict[tuple[str | int, ...], int]:
@@ -294,7 +304,7 @@ def parse_requirements(text: str, filename: str = "<spec>") -> Requirements:
         raise SpecError([exc.problem], filename, "invalid spec") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
+        line = _line(mark) if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError([Problem("", f"not valid YAML: {problem}", line=line)], filename, "invalid spec") from None
     if not isinstance(doc, dict):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -80,3 +81,10 @@ def test_mutated_specs_never_traceback(mutations: list[tuple[tuple[str, ...], An
 @given(st.text(max_size=200))
 def test_random_text_never_tracebacks(text: str) -> None:
     _check(text)
+
+
+def test_yaml_line_breaks_an_editor_does_not_see_do_not_move_the_line() -> None:
+    """Hypothesis's find: YAML breaks lines at NEL (U+0085), which an editor does not; the problem stays on line 1."""
+    with pytest.raises(SpecError) as raised:
+        parse_requirements('"\x85', "fuzz.yaml")
+    assert [p.line for p in raised.value.problems] == [1]
