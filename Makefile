@@ -27,12 +27,14 @@ demo: venv
 	$(BIN)/clustersmith build $(SPEC) -o $(OUT)
 	$(BIN)/clustersmith explain $(OUT)/$$(basename $(SPEC) .yaml) acceptance.storage.read_throughput
 
+# The unit tier runs on two workers; the lab tier in one process (one lab, its tests in MODULE_ORDER), listing
+# its slowest tests for the CI budget.
 test: venv lint
-	$(BIN)/pytest -q tests -m "not lab"
-	$(BIN)/pytest -q -m lab $(LAB_TESTS)
+	$(BIN)/pytest -q -n 2 tests -m "not lab"
+	$(BIN)/pytest -q --durations=30 -m lab $(LAB_TESTS)
 
 test-unit: venv
-	$(BIN)/pytest -q tests -m "not lab"
+	$(BIN)/pytest -q -n 2 tests -m "not lab"
 
 test-lab: venv
 	$(BIN)/pytest -q -m lab $(LAB_TESTS)
