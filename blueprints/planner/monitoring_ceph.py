@@ -24,9 +24,10 @@ from blueprints.planner.alerts import alert_rule
 
 CEPH_MGR_PROMETHEUS = 9283  # the module's server_port default (module.py: DEFAULT_PORT = 9283)
 MODULE = "https://github.com/ceph/ceph/blob/v16.2.15/src/pybind/mgr/prometheus/module.py"
-# Ceph's own alert rules (the ceph-mixin that cephadm deploys): health error for 5m, warning for 15m, an OSD down
-# for 5m, PGs inactive for 5m and unclean for 15m.
-MIXIN = "https://github.com/ceph/ceph/blob/main/monitoring/ceph-mixin/prometheus_alerts.yml"
+# Ceph's own alert rules (the ceph-mixin that cephadm deploys), read at this commit on 2026-12-02: CephHealthError
+# for 5m, CephHealthWarning 15m, CephOSDDown 5m, CephPGsInactive 5m (critical), CephPGsUnclean 15m (warning).
+MIXIN = ("https://github.com/ceph/ceph/blob/051b9b85f8878ffca7ddabdb7227c8fd3d607bcb/"
+         "monitoring/ceph-mixin/prometheus_alerts.yml")
 HEALTH_CHECKS = "https://docs.ceph.com/en/pacific/rados/operations/health-checks/"
 PG_STATES = "https://docs.ceph.com/en/pacific/rados/operations/pg-states/"
 SPEC = ["target.provider"]  # Ceph is the storage engine of bare metal and the lab (planner.storage)
