@@ -29,18 +29,29 @@ pytestmark = pytest.mark.lab
 MODULES = ("rdma_rxe", "ib_uverbs", "rdma_ucm", "nvmet", "nvmet_rdma", "nvme_rdma", "nvme_tcp", "null_blk", "dm_cache")
 
 
+# MODULES in an order rmmod can remove them: each before the modules it depends on (modules.dep of the lab's 6.1:
+# rdma_rxe and rdma_ucm need ib_uverbs, nvmet_rdma needs nvmet)
+REMOVAL_ORDER = ("dm_cache", "null_blk", "nvme_tcp", "nvme_rdma", "nvmet_rdma", "nvmet", "rdma_ucm", "rdma_rxe",
+                 "ib_uverbs")
+
+
+def loaded(lab: Lab, host: str) -> set[str]:
+    return {line.split()[0] for line in run(lab, host, "cat /proc/modules").splitlines()} & set(MODULES)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def booted_state_afterwards(lab: Lab) -> Iterator[None]:
-    """After this module: no rxe device and none of MODULES loaded in any guest, as they booted, so the rdma, nvmeof
-    and storage_tiering scenarios create and load them themselves."""
+    """After this module the guests are as they booted: no rxe device, and of MODULES only those loaded at boot,
+    so the rdma, nvmeof and storage_tiering scenarios create and load what they need themselves."""
+    hosts = [h.name for h in lab.saved_state().hosts]
+    at_boot = {host: loaded(lab, host) for host in hosts}
     yield
-    for host in lab.saved_state().hosts:
-        links = json.loads(run(lab, host.name, "rdma -j link show"))
-        for link in links:
-            run(lab, host.name, f"rdma link delete {link['ifname']}")
-        run(lab, host.name, "modprobe -r -a " + " ".join(reversed(MODULES)))
-        loaded = {line.split()[0] for line in run(lab, host.name, "cat /proc/modules").splitlines()}
-        assert not loaded & set(MODULES), f"{host.name}: still loaded after this module: {loaded & set(MODULES)}"
+    for host in hosts:
+        for link in json.loads(run(lab, host, "rdma -j link show")):
+            run(lab, host, f"rdma link delete {link['ifname']}")
+        for module in (m for m in REMOVAL_ORDER if m in loaded(lab, host) - at_boot[host]):
+            run(lab, host, f"rmmod {module}")
+        assert loaded(lab, host) == at_boot[host], f"{host}: modules {loaded(lab, host)}, at boot {at_boot[host]}"
 
 
 def run(lab: Lab, host: str, command: str, timeout: float = 120) -> str:
