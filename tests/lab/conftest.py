@@ -1,15 +1,16 @@
 """The lab tier: boots real Linux VMs under QEMU.
 
 Missing tools skip the tier with a clear message on a developer's machine; under CI (``CI`` set)
-they fail it, since CI must prove the lab. Two labs per session, one after the other, each torn down
-whatever happened:
+they fail it, since CI must prove the lab. One lab per session, torn down whatever happened:
 
-- ``lab``: the default lab (tests/default_lab.py: the plan examples/lab.yaml gets, 1 storage target, 2 clients,
-  2 rails) for the lab's own tests (boot, rails, faults, cleanup); its last tests stop it.
-- ``example_lab``: ``clustersmith build examples/lab.yaml`` then ``clustersmith lab up``, shared by every
-  role's molecule scenario, the storage data path, acceptance and the monitoring alerts. ``deployed`` runs
-  the generated site.yml on it once. Under TCG on two cores a boot or a fresh converge costs minutes, so
-  one lab serves them all, in the order of ``MODULE_ORDER`` (roles first, then what needs them converged).
+- ``example_lab``: ``clustersmith build examples/lab.yaml`` then ``clustersmith lab up``, shared by the lab's
+  own tests (``lab``: boot, rails, faults; test_lab_e2e, first, leaves the guests as they booted), every role's
+  molecule scenario, the storage data path, Ceph, acceptance and the monitoring alerts; ``deployed`` runs the
+  generated site.yml on it once; test_lab_teardown, last, stops a VM hard and brings the lab down. Under TCG on
+  two cores a boot or a fresh converge costs minutes (the lab's own tests once booted a lab of their own: 5.3 min
+  of a CI run), so one lab serves them all, in the order of ``MODULE_ORDER`` (the lab's own tests, the roles,
+  then what needs them converged, the teardown).
+- test_lab_cleanup boots a one-host lab of its own to interrupt (tests/default_lab.py).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ import yaml
 from blueprints.blueprint import Blueprint, load_blueprint
 from stacks.lab import Lab
 from tests.conftest import BIN
-from tests.default_lab import default_lab_plan
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/lab.yaml"
@@ -42,8 +42,9 @@ EXAMPLE = "examples/lab.yaml"
 LAB_KERNEL_ENV = "CLUSTERSMITH_LAB_KERNEL"
 # Lab test modules run in this order: the default lab's own tests (they end by stopping it), then on the example
 # lab the role scenarios (they converge it role by role), then site.yml and what needs the whole lab converged.
-MODULE_ORDER = ("test_lab_e2e", "test_lab_cleanup", "test_role_scenarios", "test_storage_path_e2e",
-                "test_ceph_lab", "test_accept_lab", "test_nccl_launch_lab", "test_monitoring_alerts")
+MODULE_ORDER = ("test_lab_cleanup", "test_lab_e2e", "test_role_scenarios", "test_storage_path_e2e",
+                "test_ceph_lab", "test_accept_lab", "test_nccl_launch_lab", "test_monitoring_alerts",
+                "test_lab_teardown")
 
 TOOLS = {
     "qemu-system-x86_64": "qemu-system-x86",
@@ -72,26 +73,6 @@ def require_lab_tools() -> None:
     if os.environ.get("CI"):
         pytest.fail("CI must run the lab tier, but " + message, pytrace=False)
     pytest.skip(message)
-
-
-@pytest.fixture(scope="session")
-def lab_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("lab") / "out" / "lab-e2e"
-
-
-@pytest.fixture(scope="session")
-def lab(lab_workdir: Path) -> Iterator[Lab]:
-    require_lab_tools()
-    the_lab = Lab(default_lab_plan(), "lab-e2e", lab_workdir)
-    started = time.monotonic()
-    try:
-        the_lab.up()
-        TIMINGS["lab up (image + boot + SSH)"] = time.monotonic() - started
-        for host in the_lab.saved_state().hosts:
-            TIMINGS[f"boot to SSH: {host.name}"] = host.boot_seconds or 0.0
-        yield the_lab
-    finally:
-        the_lab.down()
 
 
 @dataclass(frozen=True)
@@ -171,9 +152,23 @@ def example_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleLab
     try:
         assert up.returncode == 0, tail(up)
         TIMINGS[f"{EXAMPLE}: lab up (image + boot + SSH)"] = time.monotonic() - started
-        yield ExampleLab(load_blueprint(folder), folder, Lab.attach(folder))
+        the_lab = Lab.attach(folder)
+        for host in the_lab.saved_state().hosts:
+            TIMINGS[f"boot to SSH: {host.name}"] = host.boot_seconds or 0.0
+        yield ExampleLab(load_blueprint(folder), folder, the_lab)
     finally:
         run([sys.executable, "-m", "blueprints", "lab", "down", folder], timeout=600)
+
+
+@pytest.fixture(scope="session")
+def lab(example_lab: ExampleLab) -> Lab:
+    """The running example lab, for the lab's own tests (test_lab_e2e, test_lab_teardown)."""
+    return example_lab.lab
+
+
+def attached() -> bool:
+    """True when the session attached to a lab someone else brought up (``CLUSTERSMITH_EXAMPLE_LAB``)."""
+    return bool(os.environ.get("CLUSTERSMITH_EXAMPLE_LAB"))
 
 
 def play_seconds(log: str) -> dict[str, float]:
