@@ -40,8 +40,9 @@ EXAMPLE = "examples/lab.yaml"
 # Which kernel the example lab boots: unset, what examples/lab.yaml plans (target.kernel's default); set (bookworm or
 # bookworm-backports), a copy of the example with that target.kernel, to run the tier on another kernel.
 LAB_KERNEL_ENV = "CLUSTERSMITH_LAB_KERNEL"
-# Lab test modules run in this order: the default lab's own tests (they end by stopping it), then on the example
-# lab the role scenarios (they converge it role by role), then site.yml and what needs the whole lab converged.
+# Lab test modules run in this order: the interrupted one-VM lab, then on the example lab its own tests (the guests
+# as they booted), the role scenarios (they converge it role by role), site.yml and what needs the whole lab
+# converged, and last its teardown.
 MODULE_ORDER = ("test_lab_cleanup", "test_lab_e2e", "test_role_scenarios", "test_storage_path_e2e",
                 "test_ceph_lab", "test_accept_lab", "test_nccl_launch_lab", "test_monitoring_alerts",
                 "test_lab_teardown")
@@ -218,7 +219,7 @@ def deployed(example_lab: ExampleLab) -> ExampleLab:
     """The example lab after the generated site.yml ran over it once. After the role scenarios (the usual order)
     this is site.yml's re-run on converged hosts; alone (``-k accept``, say), a fresh converge. An attached lab
     (``CLUSTERSMITH_EXAMPLE_LAB``) is taken as converged by its owner."""
-    if os.environ.get("CLUSTERSMITH_EXAMPLE_LAB"):
+    if attached():
         return example_lab
     site = run_site(example_lab, "site.yml over the example lab")
     changed = recap_changed(site.stdout)
