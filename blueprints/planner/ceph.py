@@ -54,6 +54,11 @@ DEFAULT_POOL = "cephfs_data"
 # default (Red Hat Ceph Storage 8, "Setting placement group auto-scaling": "The default value is set to 100").
 PG_CALC = "https://docs.ceph.com/en/squid/rados/operations/pgcalc/"
 TARGET_PGS_PER_OSD = 100
+# The lab's target: 16 PGs per OSD. Every PG peers, reports and recovers on the storage VM's one TCG vCPU: with 100 the
+# hot EC pool has 128 PGs, and 12.5 minutes after an OSD was marked out 35 of them were still degraded (slow OSD
+# heartbeats of 60 s); with 16 every PG was active+clean 94 s after it (stacks/lab/CEPH_MEASURED.md, "PGs per OSD").
+# A lab exception, listed in `plan`.
+LAB_TARGET_PGS_PER_OSD = 16
 # Ceph's own `ceph fs volume create` (ceph/ceph src/pybind/mgr/volumes/fs/volume.py, create_volume): the metadata
 # pool with 16 PGs (pg_num_min=16), the data pool with 8.
 METADATA_MIN_PGS = 16
@@ -184,13 +189,14 @@ def node_rates(ctx: PlanContext, server: StorageServer, opt: ProtectionOption, o
     return NodeRates(Rate.of(read), Rate.of(write), why(reads, read), why(writes, write), osds)
 
 
-def pg_count(osds: int, size: int, share: float = 1.0, floor: int = 1) -> tuple[int, str]:
+def pg_count(osds: int, size: int, share: float = 1.0, floor: int = 1,
+             target: int = TARGET_PGS_PER_OSD) -> tuple[int, str]:
     """Ceph's PG calculator for a pool holding ``share`` of its device class's data (0: metadata and CephFS's default
-    data pool, which hold no file data; the calculator's floor of OSDs / size applies)."""
-    value = max(TARGET_PGS_PER_OSD * osds * share / size, osds / size)
+    data pool, which hold no file data; the calculator's floor of OSDs / size applies), ``target`` PGs per OSD."""
+    value = max(target * osds * share / size, osds / size)
     nearest = 2 ** max(round(math.log2(value)), 0)
     pgs = max(nearest * 2 if nearest < 0.75 * value else nearest, floor)
-    what = (f"{TARGET_PGS_PER_OSD} x {osds} OSDs / size {size}" if share
+    what = (f"{'lab: ' if target != TARGET_PGS_PER_OSD else ''}{target} x {osds} OSDs / size {size}" if share
             else f"no file data: {osds} OSDs / size {size}")
     return pgs, f"{what} = {value:.4g} -> power of two {pgs}" + (f" (at least {floor})" if pgs == floor > 1 else "")
 
@@ -276,6 +282,10 @@ def _replicated(name: str, purpose: str, copies: int, osds: int, floor: int, dom
     )
 
 
+def target_pgs_per_osd(lab: bool) -> int:
+    return LAB_TARGET_PGS_PER_OSD if lab else TARGET_PGS_PER_OSD
+
+
 def _autoscale(spec: list[str]) -> Traced[str]:
     return traced("warn", spec, "ceph.pg_num_planned_autoscaler_warns",
                   "pg_num is planned here; warn reports a pool the autoscaler would resize, without moving data")
@@ -290,7 +300,7 @@ def _tier_pool(tier: TierPlan, opt: ProtectionOption, osds: int, domain: str,
         k, m = opt.data, opt.parity
         profile = CephEcProfile(name=f"{tier.name}_k{k}m{m}", k=k, m=m, crush_failure_domain=domain,
                                 crush_device_class=cls)
-        pgs, formula = pg_count(osds, k + m)
+        pgs, formula = pg_count(osds, k + m, target=target_pgs_per_osd(lab))
         min_size = (traced(k, ["target.provider"], "ceph.lab_ec_min_size_k",
                            f"lab: k = {k}, so EC {k}+{m} keeps serving I/O with one of its {osds} OSDs down")
                     if lab else traced(k + 1, spec, "ceph.ec_min_size", f"k+1 = {k + 1}: {EC_MIN_SIZE}"))
@@ -303,7 +313,7 @@ def _tier_pool(tier: TierPlan, opt: ProtectionOption, osds: int, domain: str,
             pg_autoscale_mode=_autoscale(spec), allow_ec_overwrites=True, directory=f"/{tier.name}",
         ), profile
     copies = opt.parity + 1
-    pgs, formula = pg_count(osds, copies)
+    pgs, formula = pg_count(osds, copies, target=target_pgs_per_osd(lab))
     return CephPool(
         name=name, purpose="tier_data", tier=tier.name, type="replicated",
         size=traced(copies, spec, "ceph.replicated_size", f"{tier.protection.value}"),
@@ -326,6 +336,8 @@ LAB_EXCEPTIONS = (
     CephLabException(rule="EC min_size", real="k+1", lab="k = 2: EC 2+1 keeps serving I/O with one OSD down"),
     CephLabException(rule="erasure code", real="EC 8+2, 6+3 or 4+2 (m >= 2) or 3 replicas, as the tier is sized",
                      lab="EC 2+1 (m = 1) for the hot data pool"),
+    CephLabException(rule="PGs per OSD", real=f"{TARGET_PGS_PER_OSD} (mon_target_pg_per_osd's default) in Ceph's PG "
+                     "calculator", lab=f"{LAB_TARGET_PGS_PER_OSD}: every PG peers and recovers on one TCG vCPU"),
     CephLabException(rule="OSD devices", real="one OSD per NVMe/QLC/HDD drive, device class from the tier",
                      lab="virtual disks (>= 6 GiB, ceph-volume refuses < 5 GiB), device class nvme set by the ceph "
                          "role"),
@@ -387,7 +399,7 @@ def plan_ceph(ctx: PlanContext, compute: ComputePlan, qos: QosPlan, tiers: list[
             f"{g.hosts} {g.tier} x {g.osds_per_host.value}" for g in groups) + f" = {osd_total}"),
         ec_profiles=tuple(profiles), pools=tuple(head + pools),
         network=_network(ctx, qos, client_rails(ctx, compute).value, servers[0]),
-        target_pgs_per_osd=TARGET_PGS_PER_OSD,
+        target_pgs_per_osd=target_pgs_per_osd(ctx.is_lab),
         osd_device_min_size=LAB_MIN_OSD_DEVICE if ctx.is_lab else None,
         settings=SETTINGS + (LAB_SETTINGS if ctx.is_lab else ()),
         mgr_modules=MGR_MODULES,

@@ -236,10 +236,10 @@ BUILDERS: dict[str, Callable[[Blueprint, AlertRule], Case]] = {
     "CephHealthError": ceph_case(lambda bp: ceph.changed(ceph.recording("osd-down"), "ceph_health_status", {}, 2),
                                  lambda: ceph.recording("osd-down"), [{}]),
     "CephHealthWarning": ceph_case(_osd_down, ceph.healthy, ceph.OSD_DOWN_FIRES["CephHealthWarning"]),
-    # Every PG unknown, as the module served the healthy cluster right after it was enabled; the osd-down recording
-    # has every PG active (undersized): quiet.
-    "CephPgsInactive": ceph_case(lambda bp: ceph.recording("healthy"), lambda: ceph.recording("osd-down"),
-                                 ceph.HEALTHY_AS_SERVED_FIRES["CephPgsInactive"]),
+    # Every PG unknown, as the module served the healthy cluster right after it was enabled (just-enabled); the
+    # osd-down recording has every PG active (undersized): quiet.
+    "CephPgsInactive": ceph_case(lambda bp: ceph.recording("just-enabled"), lambda: ceph.recording("osd-down"),
+                                 ceph.JUST_ENABLED_FIRES["CephPgsInactive"]),
     "CephPgsNotClean": ceph_case(_osd_down, ceph.healthy, ceph.OSD_DOWN_FIRES["CephPgsNotClean"]),
     "CephPgsDegraded": ceph_case(_osd_down, ceph.healthy, ceph.OSD_DOWN_FIRES["CephPgsDegraded"]),
     "CephOsdDown": ceph_case(_osd_down, ceph.healthy, ceph.OSD_DOWN_FIRES["CephOsdDown"]),
@@ -267,8 +267,8 @@ def cases(bp: Blueprint) -> list[Case]:
 
 def ceph_recording_tests(bp: Blueprint, rendered: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Each whole recording against every Ceph alert: healthy raises none; osd-down raises exactly
-    ``ceph.OSD_DOWN_FIRES``; healthy as served (every PG unknown) raises nothing within CephPgsInactive's ``for:``
-    and ``ceph.HEALTHY_AS_SERVED_FIRES`` once it has held past every Ceph ``for:``."""
+    ``ceph.OSD_DOWN_FIRES``; just-enabled (every PG unknown) raises nothing within CephPgsInactive's ``for:`` and
+    ``ceph.JUST_ENABLED_FIRES`` once it has held past every Ceph ``for:``."""
     # The recordings' cluster has one monitor: a design that plans more would see it out of quorum, which its own case
     # (mon_quorum, the planned monitors) covers.
     alerts = [a for a in bp.monitoring.alerts if a.group == "ceph" and a.name != "CephMonitorOutOfQuorum"]
@@ -292,9 +292,9 @@ def ceph_recording_tests(bp: Blueprint, rendered: dict[str, dict[str, Any]]) -> 
          "input_series": ceph.series(bp, ceph.recording("osd-down"), n, names),
          "alert_rule_test": expect(longest + 2, ceph.OSD_DOWN_FIRES)},
         {"name": "ceph: PGs served unknown by a just-enabled module are quiet within for:, then fire",
-         "interval": f"{STEP_S}s", "input_series": ceph.series(bp, ceph.recording("healthy"), n, names),
+         "interval": f"{STEP_S}s", "input_series": ceph.series(bp, ceph.recording("just-enabled"), n, names),
          "alert_rule_test": [*expect(_minutes(inactive.for_) - 1, {}),
-                             *expect(longest + 2, ceph.HEALTHY_AS_SERVED_FIRES)]},
+                             *expect(longest + 2, ceph.JUST_ENABLED_FIRES)]},
     ]
 
 

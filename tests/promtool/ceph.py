@@ -1,12 +1,11 @@
 """promtool inputs for the Ceph alerts, shaped exactly like what Ceph 16.2.15's mgr prometheus module served.
 
-The series are the recordings' own (tests/fixtures/ceph/{healthy,osd-down}/mgr-prometheus.txt, see its README): every
-name, label and value as recorded, held constant, with the labels the ceph scrape job adds (``instance`` the serving
-manager, ``role``, ``exporter``). Where an alert needs a state the recordings lack, one recorded value is changed and
-the builder says which. The healthy recording's ``ceph_pg_*`` count every PG ``unknown``: the module served a
-collection from before the PGs had reported (``status.json`` of the same moment says 153 active+clean, and
-``ceph_cluster_total_bytes`` is 0), so "healthy" takes its PG counts from ``status.json``'s ``pgs_by_state`` (each
-pool at its recorded ``ceph_pg_total``, all active+clean) and "healthy as served" keeps them unknown.
+The series are the recordings' own (tests/fixtures/ceph/{healthy,osd-down,just-enabled}/mgr-prometheus.txt, see its
+README): every name, label and value as recorded, held constant, with the labels the ceph scrape job adds
+(``instance`` the serving manager, ``role``, ``exporter``). Where an alert needs a state the recordings lack, one
+recorded value is changed and the builder says which. ``just-enabled`` is what the module served right after it was
+enabled on a healthy cluster (an earlier recording, 153 PGs): every PG ``unknown``, its collection from before the PGs
+had reported (``ceph_cluster_total_bytes`` 0).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ OSD_DOWN_FIRES: dict[str, list[dict[str, str]]] = {
     "CephPgsNotClean": [{"pool_id": p, "name": _POOLS[p]} for p in ("2", "3", "4")],
     "CephPgsDegraded": [{"pool_id": "2", "name": "cephfs_metadata"}],
 }
-HEALTHY_AS_SERVED_FIRES: dict[str, list[dict[str, str]]] = {
+JUST_ENABLED_FIRES: dict[str, list[dict[str, str]]] = {
     "CephPgsInactive": [{"pool_id": p, "name": n} for p, n in _POOLS.items()],
     "CephPgsNotClean": [{"pool_id": p, "name": n} for p, n in _POOLS.items()],
 }
@@ -63,18 +62,13 @@ def recording(state: str) -> list[Sample]:
 
 
 def healthy() -> list[Sample]:
-    """The healthy recording with its PG counts as ``status.json`` of the same moment has them: all active+clean."""
+    """The healthy recording, whose PG counts are those of ``status.json`` of the same moment: all active+clean."""
     status = json.loads((FIXTURES / "healthy" / "status.json").read_text())["pgmap"]
     assert status["pgs_by_state"] == [{"state_name": "active+clean", "count": status["num_pgs"]}], status
     samples = recording("healthy")
-    total = {s.label("pool_id"): s.value for s in samples if s.name == "ceph_pg_total"}
-    assert sum(total.values()) == status["num_pgs"]
-    out = []
-    for s in samples:
-        if s.name.startswith("ceph_pg_") and s.name != "ceph_pg_total":
-            s = s.with_value(total[s.label("pool_id")] if s.name in ("ceph_pg_active", "ceph_pg_clean") else 0.0)
-        out.append(s)
-    return out
+    for name in ("ceph_pg_total", "ceph_pg_active", "ceph_pg_clean"):
+        assert sum(s.value for s in samples if s.name == name) == status["num_pgs"], name
+    return samples
 
 
 def changed(samples: list[Sample], name: str, match: dict[str, str], value: float | None) -> list[Sample]:

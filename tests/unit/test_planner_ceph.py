@@ -174,7 +174,10 @@ def test_lab_plan_is_one_vm_with_its_exceptions_listed() -> None:
     assert hot.min_size.value == 2
     assert any(p.type == "replicated" for p in ceph.pools)
     rules = {e.rule for e in ceph.lab_exceptions}
-    assert {"monitors", "failure domain", "hosts", "EC min_size", "MDS"} <= rules
+    assert {"monitors", "failure domain", "hosts", "EC min_size", "MDS", "PGs per OSD"} <= rules
+    # the lab's PG target (16 per OSD, not 100): 16 x 4 / 3 = 21.3 -> 16 PGs on the EC pool, not 128
+    assert ceph.target_pgs_per_osd == 16 and planned(spec()).storage.ceph.target_pgs_per_osd == 100  # type: ignore[union-attr]
+    assert hot.pg_num.value == 16 and hot.pg_num.derived_from.formula.startswith("lab: 16 x 4 OSDs / size 3 = 21.33")
     assert ceph.network.public_subnet == "10.77.0.0/24" and ceph.network.cluster_subnet == "10.77.1.0/24"
     assert ceph.osd_device_min_size is not None and ceph.osd_device_min_size.value >= 6 * GIB
 

@@ -1,6 +1,6 @@
 """The ceph role's cluster step (roles/ceph/library/ceph_cluster.py) decides on real Ceph 16.2.15 state: ``report``,
 ``auth ls`` and ``mgr dump`` recorded by tests/fixtures/ceph/record.sh, ``fresh/`` right after the monitor and
-manager, ``healthy/`` at HEALTH_OK with the lab plan's pools (the hot pool at its planned 128 PGs, autoscale warn)
+manager, ``healthy/`` at HEALTH_OK with the lab plan's pools (the hot pool at its planned 16 PGs, autoscale warn)
 and ``osd-down/``."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_a_fresh_cluster_gets_every_planned_object_in_order() -> None:
         "pool cephfs_data: size None -> 3",
         "pool cephfs_data: min_size None -> 2",
         "pool cephfs_data: pg_autoscale_mode None -> warn",
-        "pool cephfs_hot: create (erasure, 128 PGs)",
+        "pool cephfs_hot: create (erasure, 16 PGs)",
         "pool cephfs_hot: min_size None -> 2",
         "pool cephfs_hot: pg_autoscale_mode None -> warn",
         "pool cephfs_hot: allow_ec_overwrites (CephFS data)",
@@ -88,7 +88,7 @@ def test_a_fresh_cluster_gets_every_planned_object_in_order() -> None:
     assert by_prefix["fs new"] == {"prefix": "fs new", "fs_name": "cephfs", "metadata": "cephfs_metadata",
                                    "data": "cephfs_data"}
     hot = next(a.command for a in actions if a.command.get("pool") == "cephfs_hot")
-    assert hot == {"prefix": "osd pool create", "pool": "cephfs_hot", "pg_num": 128, "pgp_num": 128,
+    assert hot == {"prefix": "osd pool create", "pool": "cephfs_hot", "pg_num": 16, "pgp_num": 16,
                    "pool_type": "erasure", "erasure_code_profile": "hot_k2m1"}
 
 

@@ -123,7 +123,7 @@ def test_a_muted_check_is_never_a_pass(lab: Blueprint, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("edit", "expected"), [
     ({"flags_names": "hashpspool"}, "pool cephfs_hot: allow_ec_overwrites is off (flags: hashpspool), planned true"),
     ({"pg_autoscale_mode": "on"}, "pool cephfs_hot: pg_autoscale_mode 'on', planned 'warn'"),
-    ({"pg_num": 32}, "pool cephfs_hot: pg_num 32, planned 128"),
+    ({"pg_num": 32}, "pool cephfs_hot: pg_num 32, planned 16"),
     ({"min_size": 3}, "pool cephfs_hot: min_size 3, planned 2"),
 ])
 def test_a_pool_set_otherwise_than_planned_fails(lab: Blueprint, tmp_path: Path, edit: dict[str, object],
