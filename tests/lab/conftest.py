@@ -172,6 +172,16 @@ def attached() -> bool:
     return bool(os.environ.get("CLUSTERSMITH_EXAMPLE_LAB"))
 
 
+def live_paths(lab: Lab, host: str) -> int | None:
+    """The host's NVMe-oF controllers in state live, from sysfs; None when the host did not answer in time. (`nvme
+    list-subsys` can block while a controller's keep-alive waits out the admin timeout: seen in this test.)"""
+    try:
+        states = lab.ssh(host, "cat /sys/class/nvme-subsystem/nvme-subsys*/nvme*/state 2>/dev/null; true", timeout=60)
+    except subprocess.TimeoutExpired:
+        return None
+    return states.stdout.split().count("live") if states.returncode == 0 else None
+
+
 def play_seconds(log: str) -> dict[str, float]:
     """Seconds per play, from the timestamps of an Ansible log (``ANSIBLE_LOG_PATH``): play start to the next
     play's start, the last to the PLAY RECAP."""

@@ -11,7 +11,6 @@ and shown, never judged.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 import time
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from stacks.lab import Lab
-from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab
+from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab, live_paths
 from tests.lab.conftest import run as run_command  # the tests' `run` is a run folder
 from tests.report_html import plots, rendered_dom
 from validators.rdma import parse_perftest_bw
@@ -116,16 +115,6 @@ def test_a_rail_cut_during_fio_leaves_zero_verify_errors_and_is_reported(deploye
     time.sleep(bp.storage.nvmeof.reconnect_delay.value * 3)
     code, checks, _ = accept(folder, "--only", "nvmeof.paths")
     assert code == 0 and checks["nvmeof.paths"]["status"] == "pass", problems(checks)
-
-
-def live_paths(lab: Lab, host: str) -> int | None:
-    """The host's NVMe-oF controllers in state live, from sysfs; None when the host did not answer in time. (`nvme
-    list-subsys` can block while a controller's keep-alive waits out the admin timeout: seen in this test.)"""
-    try:
-        states = lab.ssh(host, "cat /sys/class/nvme-subsystem/nvme-subsys*/nvme*/state 2>/dev/null; true", timeout=60)
-    except subprocess.TimeoutExpired:
-        return None
-    return states.stdout.split().count("live") if states.returncode == 0 else None
 
 
 def test_a_clients_nvmeof_path_cut_is_named_and_not_a_pass(deployed: ExampleLab) -> None:

@@ -4,20 +4,25 @@ built, read back from the cluster and the clients.
 HEALTH_OK with nothing muted; every planned pool with its type, size, min_size, pg_num, autoscale mode, CRUSH rule,
 EC profile and flags (``ceph osd pool ls detail``); every OSD with the tier's CRUSH device class; the manager's
 prometheus module serving; both clients with CephFS mounted by the systemd mount unit, as their own cephx entity;
-/hot laid out on the EC pool; files one client writes with verify=crc32c read back and verified by the other. Every
-figure it prints is a lab figure (TCG): behaviour, never performance.
+/hot laid out on the EC pool. Each client writes files with verify=crc32c that the other reads back and verifies:
+client-1 while its rail to Ceph's public network is cut for less than the MDS session timeout (0 errors, the stall
+bounded), client-2 while an OSD is stopped (0 errors; marked out, the data is rebuilt on the other OSDs; back in,
+HEALTH_OK). Every figure it prints is a lab figure (TCG): behaviour, never performance.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from blueprints.blueprint import CephPlan
 from stacks.lab import Lab
-from tests.lab.conftest import TIMINGS, ExampleLab
+from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab, live_paths
 
 pytestmark = pytest.mark.lab
 
@@ -128,28 +133,169 @@ def test_hot_is_laid_out_on_the_ec_pool(deployed: ExampleLab) -> None:
         assert got.strip() == pool.name, path
 
 
-def fio(directory: str, verify_only: bool) -> str:
+# The writer's pass is rate-limited so that it lasts far longer than the wait for it to start and the fault put on it:
+# 64 MiB at 2 MiB/s is 32 s of writing, into which a 20 s cut or an OSD stop lands whatever TCG's speed.
+WRITE_RATE = "2m"
+CUT_S = 20  # the Ceph public rail's cut: shorter than the MDS session timeout (60 s by default), which the test reads
+# How long the cluster may take to re-protect the data after an OSD is marked out, and to be healthy after it returns
+# (TCG: peering and recovery of the lab's PGs on the storage VM's one vCPU).
+RECOVERY_BOUND_S = 1200
+# mgr stats period and osd mon report interval are 30 s in the lab (LAB_SETTINGS): PG states reach `ceph pg stat` up to
+# 30 s late, so a clean state counts only when it holds on two reads this far apart.
+SETTLE_S = 40
+
+
+def fio(directory: str, verify_only: bool, rate: str | None = None) -> str:
     return (f"fio --name=xclient --directory={directory} --nrfiles={FIO_FILES} --filesize={FIO_FILE_MIB}M "
             f"--size={FIO_FILES * FIO_FILE_MIB}M --rw=write --bs=1M --direct=1 --ioengine=libaio --iodepth=4 "
             f"--verify=crc32c --verify_fatal=1 {'--verify_only=1' if verify_only else '--do_verify=1'} "
-            "--output-format=json")
+            + (f"--rate={rate} " if rate else "") + "--output-format=json")
 
 
-def test_one_client_writes_the_other_reads_and_verifies(deployed: ExampleLab) -> None:
-    """client-1 writes a small file set under /hot (the EC pool) with crc32c verify headers, client-2 reads every
-    block back and checks them: 0 errors on both."""
+def fio_job(lab: Lab, host: str, command: str, verify_only: bool, label: str) -> dict[str, Any]:
+    """Run one fio pass on ``host``: it ends 0 with no job error and moved the whole file set."""
+    started = time.monotonic()
+    out = ssh_out(lab, host, command, timeout=1800)
+    TIMINGS[f"ceph fio {label} on {host} (lab, emulated)"] = time.monotonic() - started
+    job: dict[str, Any] = json.loads(out[out.index("{"):])["jobs"][0]
+    assert job["error"] == 0, (host, label, job["error"])
+    done = job["read"]["io_bytes"] if verify_only else job["write"]["io_bytes"]
+    assert done == FIO_FILES * FIO_FILE_MIB << 20, (host, label, done)
+    return job
+
+
+def fresh_directory(deployed: ExampleLab, writer: str) -> str:
     ceph = plan(deployed)
-    writer, reader = clients(deployed)[:2]
     hot = next(p for p in ceph.pools if p.tier == "hot")
-    directory = f"{ceph.mount.mount_point}{hot.directory}/fio-xclient"
+    directory = f"{ceph.mount.mount_point}{hot.directory}/fio-{writer}"
+    ssh_out(deployed.lab, writer, f"rm -rf {directory} && mkdir -p {directory}")
+    return directory
+
+
+def write_in_background(lab: Lab, writer: str, directory: str) -> tuple[threading.Thread, dict[str, Any]]:
+    """The writer's verified, rate-limited pass, started; returns once its fio runs in the guest."""
+    outcome: dict[str, Any] = {}
+
+    def write() -> None:
+        try:
+            outcome["job"] = fio_job(lab, writer, fio(directory, False, WRITE_RATE), False, "verified write")
+        except BaseException as e:
+            outcome["error"] = e
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    deadline = time.monotonic() + 600
+    while lab.ssh(writer, "pgrep -x fio", timeout=60).returncode != 0:
+        assert thread.is_alive() and time.monotonic() < deadline, f"fio never started on {writer}: {outcome}"
+        time.sleep(1)
+    return thread, outcome
+
+
+def joined(thread: threading.Thread, outcome: dict[str, Any]) -> dict[str, Any]:
+    thread.join(timeout=1800)
+    assert not thread.is_alive(), "the verified write did not end within 30 minutes"
+    if "error" in outcome:
+        raise outcome["error"]
+    job: dict[str, Any] = outcome["job"]
+    return job
+
+
+def test_a_public_rail_cut_during_the_first_pass_loses_nothing_and_stalls_no_longer_than_a_bound(
+        deployed: ExampleLab) -> None:
+    """client-1 writes a file set under /hot (the EC pool) with crc32c verify headers while its rail to Ceph's public
+    network is cut for CUT_S, less than the MDS session timeout: it ends with 0 errors, reads its own writes back, and
+    the longest any write waited (fio's clat max) is at least half the cut (the cut fell inside the pass) and at most
+    twice the cut plus TCG_MARGIN_S (TCP doubles its retransmission interval while the link is down, so its first
+    retry after the link returns comes at most about one cut later). Then client-2 reads every block back and checks
+    it. The multipath NVMe-oF path on that rail is back to live before the test ends."""
+    ceph = plan(deployed)
     lab = deployed.lab
-    ssh_out(lab, writer, f"rm -rf {directory} && mkdir -p {directory}")
-    for host, verify_only in ((writer, False), (reader, True)):
-        started = time.monotonic()
-        out = ssh_out(lab, host, fio(directory, verify_only), timeout=1800)
-        TIMINGS[f"ceph fio {'verify on' if verify_only else 'write on'} {host} (lab, emulated)"] = (
-            time.monotonic() - started)
-        job = json.loads(out[out.index("{"):])["jobs"][0]
-        assert job["error"] == 0, (host, job["error"])
-        done = job["read"]["io_bytes"] if verify_only else job["write"]["io_bytes"]
-        assert done == FIO_FILES * FIO_FILE_MIB << 20, (host, done)
+    writer, reader = clients(deployed)[:2]
+    fs = ceph_json(lab, mon_host(deployed), f"fs get {ceph.fs_name}")
+    assert isinstance(fs, dict)
+    session_timeout = fs["mdsmap"]["session_timeout"]
+    assert session_timeout > CUT_S, f"the cut must be shorter than the MDS session timeout ({session_timeout} s)"
+    rail = ceph.network.client_rail
+    directory = fresh_directory(deployed, writer)
+    thread, outcome = write_in_background(lab, writer, directory)
+    try:
+        time.sleep(2)
+        lab.set_link(writer, rail, up=False)
+        time.sleep(CUT_S)
+    finally:
+        lab.set_link(writer, rail, up=True)
+    job = joined(thread, outcome)
+    stall = job["write"]["clat_ns"]["max"] / 1e9
+    TIMINGS[f"ceph: longest write wait through a {CUT_S} s public rail cut (lab, emulated)"] = stall
+    assert CUT_S / 2 <= stall <= 2 * CUT_S + TCG_MARGIN_S, f"longest write {stall:.1f} s for a {CUT_S} s cut"
+    fio_job(lab, reader, fio(directory, True), True, "verify of the other client's files")
+    nvmeof = deployed.blueprint.storage.nvmeof
+    if nvmeof is not None:  # the cut also took one of the writer's NVMe-oF paths: leave the lab as it was
+        deadline = time.monotonic() + nvmeof.reconnect_delay.value * 6 + 4 * TCG_MARGIN_S
+        while (live := live_paths(lab, writer)) is None or live < nvmeof.paths_per_subsystem.value:
+            assert time.monotonic() < deadline, f"{writer}'s NVMe-oF path on rail {rail} did not come back"
+            time.sleep(5)
+
+
+def pg_states(lab: Lab, host: str) -> dict[str, int]:
+    stat = ceph_json(lab, host, "pg stat")
+    assert isinstance(stat, dict)
+    summary = stat.get("pg_summary", stat)
+    return {s["name"]: s["num"] for s in summary["num_pg_by_state"]}
+
+
+def wait_for(what: str, bound_s: float, ready: Callable[[], bool]) -> float:
+    started = time.monotonic()
+    while not ready():
+        assert time.monotonic() - started < bound_s, f"{what}: not within {bound_s:.0f} s"
+        time.sleep(10)
+    return time.monotonic() - started
+
+
+def clean(lab: Lab, host: str) -> bool:
+    """Every PG active+clean on two reads SETTLE_S apart (the lab's PG stats are up to 30 s old)."""
+    for read in range(2):
+        states = pg_states(lab, host)
+        if set(states) != {"active+clean"}:
+            return False
+        if read == 0:
+            time.sleep(SETTLE_S)
+    return True
+
+
+def test_an_osd_stopped_during_a_verified_write_loses_nothing_and_the_data_is_re_protected(
+        deployed: ExampleLab) -> None:
+    """client-2 writes a file set on /hot with verify headers; one OSD is stopped during the write. EC 2+1 with
+    min_size k (a lab exception) keeps serving: the write ends with 0 errors and client-1 verifies every block with
+    the OSD still down. Marked out, its PGs are rebuilt on the other three OSDs (k+m+1 = 4 leaves room): every PG
+    active+clean again. Started and marked in, the cluster is HEALTH_OK, every OSD up and in."""
+    lab, mon = deployed.lab, mon_host(deployed)
+    writer, reader = clients(deployed)[1], clients(deployed)[0]
+    tree = ceph_json(lab, mon, "osd tree")
+    assert isinstance(tree, dict)
+    osd = max(n["id"] for n in tree["nodes"] if n["type"] == "osd")
+    directory = fresh_directory(deployed, writer)
+    thread, outcome = write_in_background(lab, writer, directory)
+    try:
+        time.sleep(2)
+        ssh_out(lab, mon, f"systemctl stop ceph-osd@{osd}")
+        joined(thread, outcome)
+        fio_job(lab, reader, fio(directory, True), True, f"verify with osd.{osd} down")
+        degraded = wait_for(f"PGs degraded after osd.{osd} stopped", RECOVERY_BOUND_S,
+                            lambda: any("degraded" in s or "undersized" in s for s in pg_states(lab, mon)))
+        ssh_out(lab, mon, f"ceph --connect-timeout 120 osd out {osd}")
+        TIMINGS[f"ceph: osd.{osd} out to every PG active+clean on 3 OSDs (lab, emulated)"] = wait_for(
+            f"every PG active+clean with osd.{osd} out", RECOVERY_BOUND_S, lambda: clean(lab, mon))
+        TIMINGS[f"ceph: osd.{osd} stopped to its PGs reported degraded (lab)"] = degraded
+    finally:
+        ssh_out(lab, mon, f"ceph --connect-timeout 120 osd in {osd}; systemctl start ceph-osd@{osd}")
+
+    def healthy() -> bool:
+        health = ceph_json(lab, mon, "health")
+        dump = ceph_json(lab, mon, "osd dump")
+        assert isinstance(health, dict) and isinstance(dump, dict)
+        return (health["status"] == "HEALTH_OK" and all(o["up"] == 1 and o["in"] == 1 for o in dump["osds"])
+                and clean(lab, mon))
+
+    TIMINGS[f"ceph: osd.{osd} back in to HEALTH_OK (lab, emulated)"] = wait_for(
+        f"HEALTH_OK with osd.{osd} back", RECOVERY_BOUND_S, healthy)
