@@ -182,6 +182,14 @@ def live_paths(lab: Lab, host: str) -> int | None:
     return states.stdout.split().count("live") if states.returncode == 0 else None
 
 
+def wait_for_live_paths(lab: Lab, host: str, paths: int, bound_s: float, what: str) -> None:
+    """Until ``host`` has ``paths`` NVMe-oF controllers live again (a test leaving the lab as it found it)."""
+    deadline = time.monotonic() + bound_s
+    while (live := live_paths(lab, host)) is None or live < paths:
+        assert time.monotonic() < deadline, what
+        time.sleep(5)
+
+
 def play_seconds(log: str) -> dict[str, float]:
     """Seconds per play, from the timestamps of an Ansible log (``ANSIBLE_LOG_PATH``): play start to the next
     play's start, the last to the PLAY RECAP."""

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from stacks.lab import Lab
-from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab, live_paths
+from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab, live_paths, wait_for_live_paths
 from tests.lab.conftest import run as run_command  # the tests' `run` is a run folder
 from tests.report_html import plots, rendered_dom
 from validators.rdma import parse_perftest_bw
@@ -144,10 +144,8 @@ def test_a_clients_nvmeof_path_cut_is_named_and_not_a_pass(deployed: ExampleLab)
     named = [d for d in got["details"] if d["where"].startswith("client-2") and (d["value"] or 0) < paths]
     assert named and "client-2" in got["message"] + " ".join(got["notes"]), got
     assert all((d["value"] or 0) >= paths for d in got["details"] if d["where"].startswith("client-1")), got
-    deadline = time.monotonic() + wait_s + nv.reconnect_delay.value * 6
-    while (live := live_paths(lab, "client-2")) is None or live < paths:  # leave the lab as it was
-        assert time.monotonic() < deadline, "client-2's rail-1 path did not come back"
-        time.sleep(5)
+    wait_for_live_paths(lab, "client-2", paths, wait_s + nv.reconnect_delay.value * 6,
+                        "client-2's rail-1 path did not come back")
 
 
 # Waits in the guest, not over SSH: fio's whole lab run is 2 s of ramp and 10 s measured, and two SSH round trips

@@ -22,7 +22,7 @@ import pytest
 
 from blueprints.blueprint import CephPlan
 from stacks.lab import Lab
-from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab, live_paths
+from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab, wait_for_live_paths
 
 pytestmark = pytest.mark.lab
 
@@ -231,17 +231,15 @@ def test_a_public_rail_cut_during_the_first_pass_loses_nothing_and_stalls_no_lon
     fio_job(lab, reader, fio(directory, True), True, "verify of the other client's files")
     nvmeof = deployed.blueprint.storage.nvmeof
     if nvmeof is not None:  # the cut also took one of the writer's NVMe-oF paths: leave the lab as it was
-        deadline = time.monotonic() + nvmeof.reconnect_delay.value * 6 + 4 * TCG_MARGIN_S
-        while (live := live_paths(lab, writer)) is None or live < nvmeof.paths_per_subsystem.value:
-            assert time.monotonic() < deadline, f"{writer}'s NVMe-oF path on rail {rail} did not come back"
-            time.sleep(5)
+        wait_for_live_paths(lab, writer, nvmeof.paths_per_subsystem.value,
+                            nvmeof.reconnect_delay.value * 6 + 4 * TCG_MARGIN_S,
+                            f"{writer}'s NVMe-oF path on rail {rail} did not come back")
 
 
 def pg_states(lab: Lab, host: str) -> dict[str, int]:
     stat = ceph_json(lab, host, "pg stat")
     assert isinstance(stat, dict)
-    summary = stat.get("pg_summary", stat)
-    return {s["name"]: s["num"] for s in summary["num_pg_by_state"]}
+    return {s["name"]: s["num"] for s in stat["pg_summary"]["num_pg_by_state"]}
 
 
 def wait_for(what: str, bound_s: float, ready: Callable[[], bool]) -> float:
