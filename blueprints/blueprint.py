@@ -255,10 +255,21 @@ class TierPlan(_Frozen):
 
 
 class NvmeofSubsystem(_Frozen):
+    """One namespace and the one host that owns it: the target lets in only the owner's host NQN, and only the
+    owner builds on it (its dm-cache tier's origin, ``disks.slow``)."""
+
     nqn: str
     tier: str
     served_by: str = Field(description="Host name of the storage target that exports it")
-    attached_by: HostRole = Field(description="Every host of this role connects to it")
+    owner: str = Field(description="Host name of the one host that attaches it; no other host's NQN is let in")
+    uuid: str = Field(description="Namespace UUID (nvmet device_uuid), uuid5 of the NQN: the owner finds the "
+                                  "device as /dev/disk/by-id/nvme-uuid.<uuid>")
+    volume: str = Field(description="LVM volume the target carves for it from its disks.nvmeof")
+
+    @property
+    def device(self) -> str:
+        """The namespace's block device on its owner (udev's link from the namespace's wwid)."""
+        return f"/dev/disk/by-id/nvme-uuid.{self.uuid}"
 
 
 class NvmeofHost(_Frozen):
@@ -284,7 +295,19 @@ class NvmeofPlan(_Frozen):
     reconnect_delay: Traced[int]
     fast_io_fail_tmo: Traced[int]
     keep_alive_tmo: Traced[int]
-    subsystems: tuple[NvmeofSubsystem, ...]
+    namespace_size: Traced[Size] = Field(description="Size of every namespace: the LVM volume its target carves")
+    volume_group: str = Field(description="LVM volume group each target makes on its disks.nvmeof")
+    subsystems: tuple[NvmeofSubsystem, ...] = Field(description="One per owning host, in host order")
+
+    @model_validator(mode="after")
+    def _one_owner_each(self) -> NvmeofPlan:
+        seen: set[str] = set()
+        for sub in self.subsystems:
+            if sub.nqn in seen:
+                raise ValueError(f"subsystems repeat NQN {sub.nqn}: expected one entry, and so one owner, per "
+                                 "namespace")
+            seen.add(sub.nqn)
+        return self
 
     def host(self, name: str) -> NvmeofHost:
         """Host ``name``'s NVMe identity: the one naming rule of host NQNs (``host_nqn_prefix``)."""
@@ -696,18 +719,20 @@ class Blueprint(_Frozen):
         return names_by_role(self.hosts)
 
     def nvmeof_allowed_hosts(self, subsystem: NvmeofSubsystem) -> list[str]:
-        """The hosts a subsystem's target lets in: every host of its ``attached_by`` role, nothing else."""
-        return self.hosts_by_role().get(subsystem.attached_by, [])
+        """The hosts a subsystem's target lets in: its owner, nothing else."""
+        return [subsystem.owner]
+
+    def nvmeof_owned(self) -> dict[str, list[NvmeofSubsystem]]:
+        """Host name -> the subsystems it owns, in the Blueprint's order."""
+        owned: dict[str, list[NvmeofSubsystem]] = {}
+        for sub in self.storage.nvmeof.subsystems if self.storage.nvmeof else ():
+            owned.setdefault(sub.owner, []).append(sub)
+        return owned
 
     def nvmeof_hosts(self) -> list[NvmeofHost]:
-        """Every host that attaches an NVMe-oF subsystem, with the identity the planner gives it."""
+        """Every host that attaches an NVMe-oF subsystem (an owner), with the identity the planner gives it."""
         plan = self.storage.nvmeof
-        if plan is None:
-            return []
-        by_role = self.hosts_by_role()
-        roles = dict.fromkeys(s.attached_by for s in plan.subsystems)  # a few roles, however many subsystems
-        names = dict.fromkeys(n for role in roles for n in by_role.get(role, []))
-        return [plan.host(n) for n in names]
+        return [plan.host(n) for n in self.nvmeof_owned()] if plan else []
 
     def nccl_environment(self) -> tuple[EnvVar, ...]:
         """What every rank's environment holds: ``nccl.env`` and, on a RoCE fabric whose QoS the cluster runs,

@@ -31,9 +31,12 @@ class _Frozen(BaseModel):
 class DiskPlan(_Frozen):
     """A block device every host of a group owns; the inventory names the real device (``disks.<name>``)."""
 
-    name: str = Field(pattern=r"^(fast|slow|osd[0-9]+)$",
-                      description="fast: local NVMe (the cache); slow: the device behind it; osdN: a Ceph OSD's device")
+    name: str = Field(pattern=r"^(fast|slow|nvmeof|osd[0-9]+)$",
+                      description="fast: local NVMe (the cache); slow: the device behind it; nvmeof: the device a "
+                                  "target carves into namespaces; osdN: a Ceph OSD's device")
     purpose: str = Field(description="What the device is, for the person filling in the inventory")
+    planned: bool = Field(default=False, description="The Blueprint names the device (a host's own NVMe-oF "
+                                                     "namespace, by its UUID): the inventory writes it, per host")
 
 
 class HostGroup(_Frozen):

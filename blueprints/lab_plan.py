@@ -20,8 +20,9 @@ class _Frozen(BaseModel):
 
 class LabDisk(_Frozen):
     name: str = Field(
-        pattern=r"^(fast|slow|osd[0-9]+)$",
-        description="fast: the NVMe-like cache device; slow: the backing device; osdN: a Ceph OSD's device",
+        pattern=r"^(fast|nvmeof|osd[0-9]+)$",
+        description="fast: the NVMe-like cache device; nvmeof: the device a target carves into namespaces; osdN: a "
+                    "Ceph OSD's device",
     )
     size_bytes: int = Field(gt=0, description="Size of the sparse disk image in bytes")
 
@@ -39,6 +40,9 @@ class LabHost(_Frozen):
     memory_mib: int = Field(ge=512, description="Guest memory in MiB (the root file system lives in it)")
     cpus: int = Field(ge=1, description="Guest vCPUs")
     disks: tuple[LabDisk, ...] = Field(default=(), description="Extra block devices for storage tiering")
+    named_disks: dict[str, str] = Field(
+        default_factory=dict, description="Inventory disks the lab makes no virtual disk for, by the device path the "
+                                          "Blueprint gives (a client's disks.slow: its own NVMe-oF namespace)")
 
 
 LabKernelName = Literal["bookworm", "bookworm-backports"]

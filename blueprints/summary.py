@@ -102,6 +102,8 @@ def summary(bp: Blueprint) -> Group:
     if s.nvmeof is not None:
         designed.add_row("NVMe-oF paths", "", f"{s.nvmeof.paths_per_subsystem.value} per subsystem, "
                          f"{len(s.nvmeof.subsystems)} subsystems", f"iopolicy {s.nvmeof.iopolicy.value}")
+        designed.add_row("NVMe-oF namespaces", "", f"{_t(s.nvmeof.namespace_size)} each, one per GPU node, "
+                         "its owner alone attaches it", _why(s.nvmeof.namespace_size))
 
     checks = Table(title="acceptance checks", title_justify="left")
     for col in ("id", "tool", "threshold", "severity", "from spec"):

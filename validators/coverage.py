@@ -2,7 +2,7 @@
 
 Every rule gets a ``Planned``: the GPU nodes, storage targets and monitoring hosts by name
 (``Blueprint.hosts_by_role``), the GPUs per node and so the ranks an all-node NCCL run has, the compute rails,
-and the NVMe-oF subsystems each GPU node attaches with their paths (one per rail). ``cover`` compares the names
+and the NVMe-oF subsystems each GPU node owns and attaches with their paths (one per rail). ``cover`` compares the names
 a result reports with the planned ones.
 """
 
@@ -54,11 +54,8 @@ class Planned(BaseModel):
     @classmethod
     def of(cls, bp: Blueprint) -> Planned:
         by_role = bp.hosts_by_role()
-        subsystems: dict[str, list[str]] = {}
         nvmeof = bp.storage.nvmeof
-        for sub in nvmeof.subsystems if nvmeof else ():
-            for host in by_role.get(sub.attached_by, []):
-                subsystems.setdefault(host, []).append(sub.nqn)
+        subsystems = {owner: [s.nqn for s in subs] for owner, subs in bp.nvmeof_owned().items()}
         return cls(gpu_nodes=tuple(by_role.get("gpu_client", [])),
                    storage_targets=tuple(by_role.get("storage_target", [])),
                    monitoring=tuple(by_role.get("monitoring", [])), gpus_per_node=bp.compute.gpus_per_node,

@@ -18,7 +18,7 @@ from blueprints.planner.compute import plan_compute
 from blueprints.planner.context import PlanContext
 from blueprints.planner.fabric import plan_fabric
 from blueprints.planner.hosts import host_groups
-from blueprints.planner.lab import plan_lab
+from blueprints.planner.lab import plan_lab, with_own_namespaces
 from blueprints.planner.monitoring import plan_monitoring
 from blueprints.planner.nccl import plan_nccl
 from blueprints.planner.network import plan_management_network
@@ -85,6 +85,8 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
     qos = plan_qos(ctx, fabric)
     nccl = plan_nccl(ctx, compute, fabric, qos)
     storage = plan_storage(ctx, compute, qos)
+    if lab is not None and storage.nvmeof is not None:
+        lab = with_own_namespaces(lab, storage.nvmeof)
     network = plan_management_network(req)
     monitoring = plan_monitoring(ctx, compute, storage, network)
     acceptance = plan_acceptance(ctx, compute, fabric, qos, nccl, storage)

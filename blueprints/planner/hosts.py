@@ -19,11 +19,13 @@ MONITORING_NODE_TYPE = {
     "azure": "Standard_D8s_v5",
     "baremetal": "monitoring",
 }
-CLIENT_DISKS = (
-    DiskPlan(name="fast", purpose="local NVMe block device"),
-    DiskPlan(name="slow", purpose="block device the cache fronts"),
-)
-TARGET_DISKS = (DiskPlan(name="slow", purpose="namespace block device"),)
+FAST_DISK = DiskPlan(name="fast", purpose="local NVMe block device")
+# Where NVMe-oF is planned (bare metal, the lab) the device the cache fronts is the host's own namespace: the
+# inventory names it from the Blueprint (nvmeof.subsystems[].device), nothing to fill in. On the clouds it is a
+# volume the host owns, which the user names.
+OWN_NAMESPACE_DISK = DiskPlan(name="slow", purpose="the host's own NVMe-oF namespace", planned=True)
+CLOUD_SLOW_DISK = DiskPlan(name="slow", purpose="block device the cache fronts")
+NVMEOF_DISK = DiskPlan(name="nvmeof", purpose="block device carved into the NVMe-oF namespaces the target serves")
 
 
 def osd_disks(count: int) -> tuple[DiskPlan, ...]:
@@ -33,11 +35,24 @@ def osd_disks(count: int) -> tuple[DiskPlan, ...]:
 
 
 def storage_group(ctx: PlanContext, compute: ComputePlan, tier: TierPlan) -> HostGroup:
-    """The storage-target hosts of one tier (the lab: its storage VMs)."""
+    """The storage-target hosts of one tier (the lab: its storage VMs). The hot tier's serve the NVMe-oF
+    namespaces, carved from their disks.nvmeof."""
     prefix = "storage-" if ctx.is_lab else f"{tier.name}-"
     drives = LAB_OSDS if ctx.is_lab else ctx.catalog.storage_servers[tier.server].drives
+    serving = (NVMEOF_DISK,) if tier.name == "hot" else ()
     return HostGroup(role="storage_target", count=tier.nodes.value, name_prefix=prefix, node_type=tier.server,
-                     rail_nics=compute.storage_nics, tier=tier.name, disks=TARGET_DISKS + osd_disks(drives))
+                     rail_nics=compute.storage_nics, tier=tier.name, disks=serving + osd_disks(drives))
+
+
+def client_group(ctx: PlanContext, compute: ComputePlan) -> HostGroup:
+    """The GPU nodes (the lab: its client VMs); each owns one NVMe-oF namespace where NVMe-oF is planned."""
+    slow = CLOUD_SLOW_DISK if ctx.is_cloud else OWN_NAMESPACE_DISK
+    if isinstance(ctx.req.target, LabTarget):
+        t = ctx.req.target
+        return HostGroup(role="gpu_client", count=t.clients, name_prefix="client-", node_type="lab-vm",
+                         rail_nics=t.rails, disks=(FAST_DISK, slow))
+    return HostGroup(role="gpu_client", count=compute.nodes.value, name_prefix="gpu-",
+                     node_type=compute.node_type.value, rail_nics=compute.rails.value, disks=(FAST_DISK, slow))
 
 
 def host_groups(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[HostGroup, ...]:
@@ -45,13 +60,11 @@ def host_groups(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) ->
         t = ctx.req.target
         return (
             HostGroup(role="storage_target", count=t.storage_targets, name_prefix="storage-", node_type="lab-target",
-                      rail_nics=t.rails, tier="hot", disks=TARGET_DISKS + osd_disks(LAB_OSDS)),
-            HostGroup(role="gpu_client", count=t.clients, name_prefix="client-", node_type="lab-vm",
-                      rail_nics=t.rails, disks=CLIENT_DISKS),
+                      rail_nics=t.rails, tier="hot", disks=(NVMEOF_DISK, *osd_disks(LAB_OSDS))),
+            client_group(ctx, compute),
             HostGroup(role="monitoring", count=1, name_prefix="storage-", node_type="lab-target"),
         )
-    groups = [HostGroup(role="gpu_client", count=compute.nodes.value, name_prefix="gpu-",
-                        node_type=compute.node_type.value, rail_nics=compute.rails.value, disks=CLIENT_DISKS)]
+    groups = [client_group(ctx, compute)]
     groups += [storage_group(ctx, compute, t) for t in storage.tiers if t.name != "local_cache" and t.nodes.value > 0]
     groups.append(HostGroup(role="monitoring", count=1, name_prefix="mon-",
                             node_type=MONITORING_NODE_TYPE[ctx.provider]))

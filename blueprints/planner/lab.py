@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from blueprints.blueprint import FabricPlan
+from blueprints.blueprint import FabricPlan, NvmeofPlan
 from blueprints.lab_plan import LabDisk, LabHost, LabImage, LabKernel, LabKernelName, LabPlan, LabRail
 from blueprints.spec import LabTarget
 from blueprints.traced import Traced, traced
@@ -36,7 +36,7 @@ LAB_KERNELS: dict[LabKernelName, LabKernel] = {
                                     release_series="6.12", nvme_auth=True),
 }
 FAST_DISK = 1 << 30
-SLOW_DISK = 4 << 30
+NVMEOF_DISK = 4 << 30  # the storage VM's disks.nvmeof, carved into one namespace per client (catalog: lab-virtio)
 # One vCPU per guest. With two, a TCG guest's kernel locked up for good under load, twice in two lab tiers (stop 12's
 # CI run: client-1 during accept; this session: client-2 during the monitoring scenario): "rcu_preempt kthread timer
 # wakeup didn't happen ... Possible timer handling issue on cpu=0", then soft lockups of swapper/0 and ksoftirqd/1
@@ -93,15 +93,24 @@ def plan_lab(target: LabTarget, fabric: FabricPlan) -> LabPlan:
     storage_mib = storage_memory(target)
     osd_disks = tuple(LabDisk(name=f"osd{i}", size_bytes=LAB_OSD_DISK) for i in range(LAB_OSDS))
     hosts = [LabHost(name=f"storage-{i + 1}", role="storage_target", memory_mib=storage_mib.value, cpus=LAB_VCPUS,
-                     disks=(LabDisk(name="slow", size_bytes=SLOW_DISK), *osd_disks))
+                     disks=(LabDisk(name="nvmeof", size_bytes=NVMEOF_DISK), *osd_disks))
              for i in range(target.storage_targets)]
     hosts += [LabHost(name=f"client-{i + 1}", role="gpu_client", memory_mib=memory_mib, cpus=LAB_VCPUS,
-                      disks=(LabDisk(name="fast", size_bytes=FAST_DISK), LabDisk(name="slow", size_bytes=SLOW_DISK)))
+                      disks=(LabDisk(name="fast", size_bytes=FAST_DISK),))  # disks.slow: its own namespace
               for i in range(target.clients)]
     rails = [LabRail(index=i, name=f"rail{i}", subnet=rail_subnet(i), mtu=fabric.mtu.value)
              for i in range(target.rails)]
     return LabPlan(hosts=tuple(hosts), rails=tuple(rails), storage_memory_mib=storage_mib,
                    image=lab_image(lab_kernel(target), CEPH_PACKAGES, CEPH_MODULES))
+
+
+def with_own_namespaces(lab: LabPlan, nvmeof: NvmeofPlan) -> LabPlan:
+    """Each client's disks.slow: the NVMe-oF namespace it owns (no virtual disk of its own: the storage VM's
+    disks.nvmeof holds it)."""
+    device = {s.owner: s.device for s in nvmeof.subsystems}
+    hosts = tuple(h.model_copy(update={"named_disks": {"slow": device[h.name]}}) if h.name in device else h
+                  for h in lab.hosts)
+    return lab.model_copy(update={"hosts": hosts})
 
 
 def lab_image(kernel: Traced[LabKernel], extra_packages: tuple[str, ...] = (),

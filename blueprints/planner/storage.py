@@ -16,6 +16,7 @@ recorded, field-numbers 7). The lab's one storage VM holds EC 2+1 over 4 OSDs (f
 
 from __future__ import annotations
 
+import uuid
 from typing import Literal
 
 from blueprints.blueprint import (
@@ -36,15 +37,15 @@ from blueprints.errors import InfeasibleError, Problem
 from blueprints.planner.ceph import LAB_EC, node_rates, plan_ceph, protection_label
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.planner.fio_workloads import TIERED_MOUNT
-from blueprints.planner.hosts import storage_group
+from blueprints.planner.hosts import client_group, storage_group
 from blueprints.planner.lab import LAB_OSDS
 from blueprints.spec import LabTarget
 from blueprints.units import Duration, Rate, Ratio, Size
 
-# The most servers one tier may plan. The Blueprint lists every storage server as a host (and every hot server
-# as an NVMe-oF subsystem), and a 100,000-GPU spec must plan and render in seconds (DESIGN.md). 10,000 holds the
-# hot tier that the storage NICs of 100,000 GPUs can feed (12,500 nodes x 40 GB/s / ~100 GB/s per server, about
-# 5,000) twice over; a tier past it is a storage system clustersmith was neither designed nor tested for.
+# The most servers one tier may plan. The Blueprint lists every storage server as a host, and a 100,000-GPU spec must
+# plan and render in seconds (DESIGN.md). 10,000 holds the hot tier that the storage NICs of 100,000 GPUs can feed
+# (12,500 nodes x 40 GB/s / ~100 GB/s per server, about 5,000) twice over; a tier past it is a storage system
+# clustersmith was neither designed nor tested for.
 MAX_STORAGE_NODES = 10_000
 # The smallest client cache planned: a hot set of a few bytes (hot_fraction 1e-30) would size a cache of 0 bytes,
 # which dm-cache cannot build; 64 MiB is the smallest cache that holds a few of its 512 KiB blocks per job.
@@ -222,7 +223,30 @@ def _nvmeof_auth(ctx: PlanContext) -> Traced[Literal["dhchap", "none"]]:
                   "bidirectional DH-HMAC-CHAP, hmac(sha256), secrets from the cluster's secrets file")
 
 
+# A target's namespaces are LVM volumes on its disks.nvmeof. LVM keeps its label and metadata in the device's first
+# MiB (pe_start 1 MiB, lvm.conf(5)) and allocates 4 MiB extents (vgcreate(8) default): 8 MiB is left for that, and
+# every volume is a whole number of extents.
+LVM_EXTENT = 4 << 20
+LVM_RESERVE = 8 << 20
+NVMEOF_VOLUME_GROUP = "clustersmith-nvmeof"
+
+
+def _namespace_size(ctx: PlanContext, hot: TierPlan, owners: int, targets: int) -> Traced[Size]:
+    """Each target's disks.nvmeof (one drive of the hot server's model) split evenly between the hosts it serves."""
+    drive = ctx.catalog.storage_servers[hot.server].drive
+    capacity = int(ctx.catalog.drives[drive].capacity.value)
+    per_target = ceil_div(owners, targets)
+    size = (capacity - LVM_RESERVE) // per_target // LVM_EXTENT * LVM_EXTENT
+    spec = list(dict.fromkeys(["target.clients" if ctx.is_lab else "compute.gpus", *hot.nodes.derived_from.spec]))
+    return traced(Size.of(size), spec, "nvmeof.namespace_per_owner",
+                  f"one {drive} drive ({Size.of(capacity)}) per {hot.server}, less 8 MiB of LVM metadata, split "
+                  f"between the ceil({owners} hosts / {targets} targets) = {per_target} hosts it serves, whole "
+                  f"4 MiB extents = {Size.of(size)}")
+
+
 def _nvmeof(ctx: PlanContext, compute: ComputePlan, hot: TierPlan) -> NvmeofPlan | None:
+    """One namespace per GPU node, owned by it alone (its dm-cache tier's origin), served by the hot tier's
+    targets in turn: host i by target i mod targets."""
     if ctx.is_cloud:
         return None
     name = ctx.req.metadata.name
@@ -232,6 +256,15 @@ def _nvmeof(ctx: PlanContext, compute: ComputePlan, hot: TierPlan) -> NvmeofPlan
     policy: Literal["round-robin", "queue-depth"] = "round-robin" if training else "queue-depth"
     kernel = "kernel default (drivers/nvme/host/fabrics.h; field-numbers 4)"
     targets = storage_group(ctx, compute, hot)
+    owners = client_group(ctx, compute).names()
+    size = _namespace_size(ctx, hot, len(owners), targets.count)
+
+    def subsystem(i: int, owner: str) -> NvmeofSubsystem:
+        nqn = f"nqn.2026-11.io.clustersmith:{name}:ns:{owner}"
+        return NvmeofSubsystem.model_construct(  # built unvalidated: 12,500 of them for a 100,000-GPU design
+            nqn=nqn, tier=hot.name, served_by=targets.name(i % targets.count + 1), owner=owner,
+            uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, nqn)), volume=f"ns-{owner}")
+
     return NvmeofPlan(
         transport="rdma",
         port=4420,
@@ -247,30 +280,34 @@ def _nvmeof(ctx: PlanContext, compute: ComputePlan, hot: TierPlan) -> NvmeofPlan
         reconnect_delay=traced(10, ["performance.storage.jitter"], "nvmeof.reconnect_delay", kernel),
         fast_io_fail_tmo=traced(-1, ["performance.storage.jitter"], "nvmeof.fast_io_fail", kernel),
         keep_alive_tmo=traced(5, ["performance.storage.jitter"], "nvmeof.keep_alive", kernel),
-        subsystems=tuple(
-            NvmeofSubsystem(nqn=f"nqn.2026-11.io.clustersmith:{name}:{hot.name}-{i + 1}", tier=hot.name,
-                            served_by=targets.name(i + 1), attached_by="gpu_client")
-            for i in range(hot.nodes.value)
-        ),
+        namespace_size=size,
+        volume_group=NVMEOF_VOLUME_GROUP,
+        subsystems=tuple(subsystem(i, owner) for i, owner in enumerate(owners)),
     )
 
 
-def _cache(ctx: PlanContext, compute: ComputePlan) -> CachePlan:
+def _cache(ctx: PlanContext, compute: ComputePlan, origin: Traced[Size] | None = None) -> CachePlan:
+    """``origin``: the node's own NVMe-oF namespace the cache fronts, where one is planned: a cache larger than
+    its origin holds nothing more."""
     req = ctx.req
     hot_total = req.data.training_set.value * req.data.hot_fraction.value
     per_node_hot = hot_total / max(compute.nodes.value, 1)
     local = compute.local_nvme.value
     size = max(min(local, per_node_hot), min(local, MIN_CACHE.value)) if per_node_hot else local
+    if origin is not None:
+        size = min(size, origin.value.value)
     streaming = req.business.domain in ("cv", "llm")
     return CachePlan(
         mode=traced("writethrough", ["business.type"], "cache.writethrough_for_read_mostly",
                     "reads dominate; a lost cache device loses no data"),
         policy="smq",
         mount_point=TIERED_MOUNT,
-        size=traced(Size.of(size), ["data.training_set", "data.hot_fraction", "compute.gpus"],
+        size=traced(Size.of(size), list(dict.fromkeys(["data.training_set", "data.hot_fraction", "compute.gpus",
+                                                       *(origin.derived_from.spec if origin is not None else ())])),
                     "cache.hot_shard_per_node",
                     f"min(local NVMe {compute.local_nvme}, {Size.of(hot_total)} hot / "
-                    f"{compute.nodes.value} nodes = {Size.of(per_node_hot)})"),
+                    f"{compute.nodes.value} nodes = {Size.of(per_node_hot)}"
+                    + (f", the namespace it fronts {origin.value}" if origin is not None else "") + ")"),
         hot_set=traced(Size.of(hot_total), ["data.training_set", "data.hot_fraction"], "cache.hot_set",
                        f"{req.data.training_set} x {req.data.hot_fraction} = {Size.of(hot_total)}"),
         read_ahead_kb=traced(4096 if streaming else 128, ["business.domain"], "cache.read_ahead_by_domain",
@@ -341,6 +378,7 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
     _raise_all(ctx, problems)
     ceph = plan_ceph(ctx, compute, qos, tiers[1:])
     per_write = ceph.osd_groups[0].per_node_write.value
+    nvmeof = _nvmeof(ctx, compute, hot)
     write_cap = Rate.of(hot.nodes.value * per_write.value)
     return StoragePlan(
         managed_service=None,
@@ -349,8 +387,8 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
         write_throughput=traced(write_cap, list(hot.nodes.derived_from.spec), "storage.hot_aggregate_write",
                                 f"{hot.nodes.value} nodes x {per_write} per-node client write "
                                 f"({hot.protection.value}) = {write_cap}"),
-        nvmeof=_nvmeof(ctx, compute, hot),
-        cache=_cache(ctx, compute),
+        nvmeof=nvmeof,
+        cache=_cache(ctx, compute, nvmeof.namespace_size if nvmeof else None),
         ceph=ceph,
     )
 

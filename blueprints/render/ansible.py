@@ -96,15 +96,28 @@ def inventory(bp: Blueprint) -> str:
     groups: dict[InventoryGroup, list[str]] = {g: [] for g in INVENTORY_GROUPS.values()}
     rails: dict[InventoryGroup, list[dict[str, Any]]] = {}
     disks: dict[InventoryGroup, dict[str, str]] = {g: {} for g in INVENTORY_GROUPS.values()}
+    planned: dict[InventoryGroup, bool] = {g: False for g in INVENTORY_GROUPS.values()}
     for host_group in bp.hosts:
         groups[host_group.group] += host_group.names()
         rails.setdefault(host_group.group, [r.model_dump(exclude_none=True)
                                             for r in placeholder_rails(host_group.rail_nics)])
-        disks[host_group.group] = disks[host_group.group] or {d.name: placeholder(d.purpose) for d in host_group.disks}
+        if not disks[host_group.group]:
+            disks[host_group.group] = {d.name: placeholder(d.purpose) for d in host_group.disks if not d.planned}
+            planned[host_group.group] = any(d.planned for d in host_group.disks)
+    # A host's own namespace is its disks.slow, named by the Blueprint: a group with one lists its disks per host
+    # (a host's `disks` replaces the group's whole), the placeholders beside it.
+    owned = {owner: subs[0].device for owner, subs in bp.nvmeof_owned().items()}
+    host_disks = {name: {**disks[group], "slow": owned[name]} for group, names in groups.items() if planned[group]
+                  for name in names if name in owned}
     return _env().get_template("inventory.yml.j2").render(
-        bp=bp, groups=groups, rails=rails, disks=disks,
-        to_yaml=lambda data, indent: _indented_yaml(data, indent),
+        bp=bp, groups=groups, rails=rails, disks={g: {} if planned[g] else d for g, d in disks.items()},
+        host_disks=host_disks, flow=_flow, to_yaml=lambda data, indent: _indented_yaml(data, indent),
     )
+
+
+def _flow(data: dict[str, str]) -> str:
+    """``{fast: CHANGE_ME_..., slow: /dev/disk/by-id/...}`` on one line."""
+    return "{" + ", ".join(f"{k}: {v}" for k, v in data.items()) + "}"
 
 
 def placeholder(purpose: str) -> str:

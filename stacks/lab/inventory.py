@@ -41,7 +41,7 @@ def host_vars(host: HostState, private_key: Path) -> dict[str, Any]:
             }
             for nic in host.rails
         ],
-        "disks": {disk.name: disk.guest_path for disk in host.disks},
+        "disks": {**{disk.name: disk.guest_path for disk in host.disks}, **host.named_disks},
     }
 
 

@@ -244,6 +244,7 @@ class Lab:
                     console_log=self.lab_dir / "logs" / f"{host.name}.console.log",
                     rails=tuple(nics),
                     disks=disks,
+                    named_disks=host.named_disks,
                 )
             )
         switches = tuple(

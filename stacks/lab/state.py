@@ -61,6 +61,7 @@ class HostState(_Model):
     console_log: Path
     rails: tuple[RailNic, ...]
     disks: tuple[DiskState, ...]
+    named_disks: dict[str, str] = {}  # the Blueprint's device paths the lab makes no disk for (LabHost.named_disks)
     power: Power = "running"
     boot_seconds: float | None = None
 

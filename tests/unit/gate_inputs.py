@@ -57,17 +57,17 @@ def fio_results(root: Path, hosts: list[str], workloads: tuple[str, ...] = ("seq
 
 def nvme_results(root: Path, bp: Blueprint, listing: Path, policy: str = "round-robin",
                  hosts: list[str] | None = None) -> Path:
-    """A recorded ``nvme list-subsys`` filed for each host that attaches the Blueprint's subsystems, its recorded
-    subsystem NQN (the lab recording's ``...:lab:record``) replaced by the planned one and its recorded host NQN (the
-    guest's random one, recorded before the Blueprint assigned host NQNs) by the host's planned NQN; the recording
-    holds one subsystem, so a plan of one subsystem per host is what it can stand for."""
+    """A recorded ``nvme list-subsys`` filed for each host that owns one of the Blueprint's subsystems, its recorded
+    subsystem NQN (the lab recording's ``...:lab:record``) replaced by the host's own one and its recorded host NQN
+    (the guest's random one, recorded before the Blueprint assigned host NQNs) by the host's planned NQN; the
+    recording holds one subsystem, as the plan gives each host one."""
     recorded = json.loads(listing.read_text())
     nqn, host_nqn = recorded[0]["Subsystems"][0]["NQN"], recorded[0]["HostNQN"]
     nvmeof = bp.storage.nvmeof
-    planned = nvmeof.subsystems if nvmeof else ()
+    owned = bp.nvmeof_owned()
     (root / "nvme").mkdir(parents=True, exist_ok=True)
-    for host in hosts if hosts is not None else bp.hosts_by_role()[planned[0].attached_by]:
-        text = listing.read_text().replace(nqn, planned[0].nqn)
+    for host in hosts if hosts is not None else list(owned):
+        text = listing.read_text().replace(nqn, owned[host][0].nqn if host in owned else nqn)
         if nvmeof is not None:
             text = text.replace(host_nqn, nvmeof.host(host).nqn)
         (root / "nvme" / f"{host}.json").write_text(text)

@@ -7,12 +7,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from blueprints.loader import load_requirements
+from blueprints.planner import plan
 from stacks.lab import image, inventory, vm
 from stacks.lab.errors import LabError
 from stacks.lab.kernel import KernelPackage
 from stacks.lab.lab import Lab
 from stacks.lab.state import LabState
-from tests.default_lab import default_lab_plan
+from tests.default_lab import SPEC, default_lab_plan
 
 
 @pytest.fixture
@@ -68,10 +70,10 @@ def test_one_vde_nic_per_rail_and_disks_by_serial(planned: LabState) -> None:
     devices = [argv[i + 1] for i, a in enumerate(argv) if a == "-device"]
     assert any(d.startswith("virtio-net-pci,netdev=rail1,id=rail1-nic,") for d in devices)
     assert "virtio-blk-pci,drive=disk-fast,serial=fast" in devices
-    assert "virtio-blk-pci,drive=disk-slow,serial=slow" in devices
+    assert not [d for d in devices if d.startswith("virtio-blk") and "fast" not in d]  # disks.slow: its namespace
     argv = vm.qemu_argv(planned, storage, "S0VZ")
     disks = [argv[i + 1] for i, a in enumerate(argv) if a == "-device" and argv[i + 1].startswith("virtio-blk")]
-    assert disks == ["virtio-blk-pci,drive=disk-slow,serial=slow",
+    assert disks == ["virtio-blk-pci,drive=disk-nvmeof,serial=nvmeof",
                      *(f"virtio-blk-pci,drive=disk-osd{i},serial=osd{i}" for i in range(4))]  # Ceph's OSD disks
 
 
@@ -104,9 +106,13 @@ def test_inventory_groups_hosts_by_role_with_rails(planned: LabState, tmp_path: 
         "index": 1, "name": "rail1", "netdev": "rail1", "address": "10.77.1.2", "prefix": 24,
         "cidr": "10.77.1.2/24", "mtu": 1500, "mac": planned.hosts[1].rails[1].mac,
     }  # fmt: skip
-    assert client["disks"] == {"fast": "/dev/disk/by-id/virtio-fast", "slow": "/dev/disk/by-id/virtio-slow"}
+    nvmeof = plan(load_requirements(SPEC)).storage.nvmeof
+    assert nvmeof is not None
+    own = next(s for s in nvmeof.subsystems if s.owner == "client-1")
+    assert client["disks"] == {"fast": "/dev/disk/by-id/virtio-fast",
+                               "slow": f"/dev/disk/by-id/nvme-uuid.{own.uuid}"}  # its own namespace, no virtual disk
     assert groups["storage_targets"]["hosts"]["storage-1"]["disks"] == {
-        "slow": "/dev/disk/by-id/virtio-slow", **{f"osd{i}": f"/dev/disk/by-id/virtio-osd{i}" for i in range(4)}}
+        "nvmeof": "/dev/disk/by-id/virtio-nvmeof", **{f"osd{i}": f"/dev/disk/by-id/virtio-osd{i}" for i in range(4)}}
 
 
 def test_molecule_sees_the_same_hosts_groups_and_rails(planned: LabState) -> None:

@@ -26,8 +26,9 @@ def test_every_attaching_host_gets_its_own_nqn_and_hostid_from_cluster_and_name(
     assert len({h.nqn for h in hosts}) == len({h.hostid for h in hosts}) == len(gpu_nodes)
     assert all(uuid.UUID(h.hostid).version == 5 for h in hosts)
     assert all(len(h.nqn.encode()) <= 223 for h in hosts)  # NVMe base spec: an NQN is at most 223 bytes
+    assert [s.owner for s in nvmeof.subsystems] == gpu_nodes  # one namespace per GPU node, in host order
     for sub in nvmeof.subsystems:
-        assert bp.nvmeof_allowed_hosts(sub) == gpu_nodes and sub.attached_by == "gpu_client"
+        assert bp.nvmeof_allowed_hosts(sub) == [sub.owner]  # its owner alone
     assert not set(bp.hosts_by_role()["storage_target"]) & {h.name for h in hosts}
     assert nvmeof.auth.value == "dhchap" and nvmeof.auth.derived_from.spec == ("target.provider",)
 

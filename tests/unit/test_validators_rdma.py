@@ -157,13 +157,30 @@ def test_paths_cover_every_planned_host_and_subsystem(tmp_path: Path) -> None:
     shutil.copy(NVME / "lab-list-subsys.json", tmp_path / "nvme" / "client-1.json")  # its recorded NQN, ...:record
     (tmp_path / "nvme" / "client-1.iopolicy.json").write_text(json.dumps({"nvme-subsys0": "round-robin"}))
     got = judged(bp, tmp_path, "nvmeof.paths")
-    planned = bp.storage.nvmeof.subsystems[0].nqn if bp.storage.nvmeof else ""
+    assert bp.storage.nvmeof is not None
+    own = {s.owner: s.nqn for s in bp.storage.nvmeof.subsystems}
     assert got.status == "setup_error", got.message
     assert "1 of 2 hosts in the result; missing: client-2" in got.message
-    assert f"missing: client-1 {planned}, client-2 {planned}" in got.message
+    assert f"missing: client-1 {own['client-1']}, client-2 {own['client-2']}" in got.message
     assert "not in the Blueprint: client-1 nqn.2026-11.io.clustersmith:lab:record" in got.message
     good = nvme_results(tmp_path / "good", "lab-list-subsys.json", "round-robin")
     assert judged(bp, good, "nvmeof.paths").coverage_shown == "2 of 2 hosts, 2 of 2 subsystems, 4 of 4 paths"
+
+
+def test_a_host_attached_to_another_hosts_namespace_is_caught(tmp_path: Path) -> None:
+    """Every namespace has one owner: client-2 seeing client-1's namespace (as well as its own) is a setup error
+    naming it, not a pass."""
+    bp = blueprint("lab")
+    assert bp.storage.nvmeof is not None
+    own = {s.owner: s.nqn for s in bp.storage.nvmeof.subsystems}
+    root = nvme_results(tmp_path, "lab-list-subsys.json", "round-robin")
+    listing = json.loads((root / "nvme" / "client-2.json").read_text())
+    theirs = json.loads(json.dumps(listing[0]["Subsystems"][0]).replace(own["client-2"], own["client-1"]))
+    listing[0]["Subsystems"].append(theirs | {"Name": "nvme-subsys1"})
+    (root / "nvme" / "client-2.json").write_text(json.dumps(listing))
+    got = judged(bp, root, "nvmeof.paths")
+    assert got.status == "setup_error", got.message
+    assert f"not in the Blueprint: client-2 {own['client-1']}" in got.message
 
 
 def test_both_paths_live_with_the_planned_policy_pass(tmp_path: Path) -> None:

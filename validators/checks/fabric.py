@@ -1,7 +1,7 @@
 """Fabric rules read from the hosts: NVMe-oF paths and I/O policy, and the QoS layers agreeing with the plan.
 
-Both judge every host the Blueprint plans: ``nvmeof.paths`` each host that attaches a planned subsystem
-(``attached_by``), each of those subsystems by NQN (a missing or foreign NQN is a setup error) and its paths, one
+Both judge every host the Blueprint plans: ``nvmeof.paths`` each host that owns a planned subsystem
+(``owner``), each of those subsystems by NQN (a missing or foreign NQN is a setup error) and its paths, one
 per rail, each host connected as the host NQN the Blueprint assigns it; ``qos.consistency`` every GPU node."""
 
 from __future__ import annotations
