@@ -1,8 +1,9 @@
 """Variables of the ``nvmeof`` role: NVMe-oF subsystems on the storage targets, multipath on the clients.
 
-Each subsystem of the Blueprint is served by the storage target the planner names (``served_by``: ``hot-3``,
-``storage-1``) and lets in only the hosts the Blueprint says attach it, by the host NQN the planner gives each.
-Targets export it on one port per rail; clients connect once per rail. Secrets are not role variables: the role
+Each subsystem of the Blueprint is one namespace owned by one host (``owner``: ``gpu-7``, ``client-1``), served by
+the storage target the planner names (``served_by``: ``hot-3``, ``storage-1``) from an LVM volume it carves from
+its disks.nvmeof, and lets in only its owner, by the host NQN the planner gives it. Targets export it on one port
+per rail; its owner, and no other host, connects once per rail. Secrets are not role variables: the role
 reads them from the cluster's secrets file (``clustersmith_secrets_file``, blueprints.secrets).
 """
 
@@ -13,7 +14,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from blueprints.blueprint import Blueprint
-from blueprints.hosts import INVENTORY_GROUPS, InventoryGroup
 from blueprints.rolevars import Group, RoleVars
 from blueprints.rolevars.rdma import InventoryRail
 
@@ -24,15 +24,16 @@ class SubsystemVars(BaseModel):
     nqn: str = Field(description="NVMe Qualified Name of the subsystem")
     tier: str = Field(description="Storage tier the subsystem belongs to")
     target_host: str = Field(description="Inventory name of the storage target that serves it")
-    attached_by: InventoryGroup = Field(
-        description="Inventory group whose nvmeof_hosts attach it: the target lets in their host NQNs, no other")
+    owner: str = Field(description="Inventory name of the one host that attaches it: the target lets in its host NQN, "
+                                   "no other")
+    uuid: str = Field(description="Namespace UUID (nvmet device_uuid): the owner's /dev/disk/by-id/nvme-uuid.<uuid>")
+    volume: str = Field(description="LVM volume of nvmeof_volume_group behind the namespace, on the target")
 
 
 class HostIdentityVars(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(description="Inventory name of a host that attaches subsystems")
-    group: InventoryGroup = Field(description="Its inventory group (a subsystem's attached_by names one)")
     nqn: str = Field(description="Its host NQN (/etc/nvme/hostnqn), the Blueprint's")
     hostid: str = Field(description="Its host ID (/etc/nvme/hostid), a UUID")
 
@@ -61,9 +62,13 @@ class NvmeofVars(RoleVars):
                     "only (storage.nvmeof.auth)")
     nvmeof_rails: tuple[InventoryRail, ...] | None = Field(
         default=None, description="Rail NICs of this host; unset: the inventory's per-host `rails` list")
-    nvmeof_namespace_device: str | None = Field(
-        default=None,
-        description="Target side: block device behind the namespace it serves; unset: the inventory's disks.slow")
+    nvmeof_namespace_size_bytes: int = Field(gt=0, description="Size of every namespace (storage.nvmeof."
+                                                              "namespace_size): its LVM volume on the target")
+    nvmeof_volume_group: str = Field(pattern=r"^[A-Za-z0-9+_.][A-Za-z0-9+_.-]*$",
+                                     description="LVM volume group a target makes on nvmeof_namespace_pool")
+    nvmeof_namespace_pool: str | None = Field(
+        default=None, description="Target side: the block device carved into the namespaces it serves, one LVM "
+                                  "volume each; unset: the inventory's disks.nvmeof")
 
 
 def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
@@ -72,16 +77,11 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
         return {}
     # Who attaches a subsystem is named by group, not host by host: every GPU node attaches every subsystem today,
     # and a list per subsystem would be subsystems x hosts entries (1,000 x 12,500 at 100,000 GPUs).
-    subsystems = tuple(SubsystemVars(nqn=s.nqn, tier=s.tier, target_host=s.served_by,
-                                     attached_by=INVENTORY_GROUPS[s.attached_by]) for s in plan.subsystems)
-    by_role = {role: set(names) for role, names in bp.hosts_by_role().items()}
-    roles = list(dict.fromkeys(s.attached_by for s in plan.subsystems))
-
-    def group(name: str) -> InventoryGroup:
-        return next(INVENTORY_GROUPS[r] for r in roles if name in by_role.get(r, set()))
-
-    hosts = tuple(HostIdentityVars.model_construct(name=h.name, group=group(h.name), nqn=h.nqn, hostid=h.hostid)
-                  for h in bp.nvmeof_hosts())  # the Blueprint's values, unvalidated a second time: 12,500 at 100k GPUs
+    subsystems = tuple(SubsystemVars.model_construct(nqn=s.nqn, tier=s.tier, target_host=s.served_by, owner=s.owner,
+                                                     uuid=s.uuid, volume=s.volume)
+                       for s in plan.subsystems)  # the Blueprint's values, unvalidated again: 12,500 at 100k GPUs
+    hosts = tuple(HostIdentityVars.model_construct(name=h.name, nqn=h.nqn, hostid=h.hostid)
+                  for h in bp.nvmeof_hosts())
 
     def side(name: Literal["target", "host"]) -> NvmeofVars:
         return NvmeofVars(
@@ -98,6 +98,8 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
             nvmeof_subsystems=subsystems,
             nvmeof_hosts=hosts,
             nvmeof_auth=plan.auth.value,
+            nvmeof_namespace_size_bytes=int(plan.namespace_size.value.value),
+            nvmeof_volume_group=plan.volume_group,
         )
 
     return {"storage_targets": side("target"), "gpu_clients": side("host")}

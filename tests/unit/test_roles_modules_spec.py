@@ -11,7 +11,8 @@ import yaml
 from tests.roles.library import ROLES, load
 
 MODULES = [("rdma", "rdma_links"), ("nvmeof", "nvmet_target"), ("nvmeof", "nvme_paths"),
-           ("nvmeof", "nvme_subsys_info"), ("storage_tiering", "lvm_cache"), ("ceph", "ceph_cluster")]
+           ("nvmeof", "nvme_subsys_info"), ("nvmeof", "nvmet_volumes"), ("storage_tiering", "lvm_cache"),
+           ("ceph", "ceph_cluster")]
 
 
 @pytest.mark.parametrize(("role", "name"), MODULES)

@@ -271,11 +271,34 @@ def test_absent_unlinks_the_allowed_hosts_and_removes_their_entries(tmp_path: Pa
     assert list((root / "subsystems").iterdir()) == [] and list((root / "hosts").iterdir()) == []
 
 
-def test_attached_by_lets_in_every_host_of_that_group_and_no_other() -> None:
-    hosts = [dict(CLIENTS[0], group="gpu_clients"), dict(CLIENTS[1], group="gpu_clients"),
-             {"name": "storage-1", "group": "storage_targets", "nqn": "nqn.2026-11.io.clustersmith:lab:host:storage-1"}]
-    target = nvmet.parse_wanted([{"nqn": NQN, "attached_by": "gpu_clients"}], RAILS, "rdma", 4420, "/dev/vdb", hosts)
-    assert target.subsystems[NQN].allowed_hosts == tuple(c["nqn"] for c in CLIENTS)
-    assert sorted(target.hosts) == [c["nqn"] for c in CLIENTS]
-    nobody = nvmet.parse_wanted([{"nqn": NQN, "attached_by": "monitoring"}], RAILS, "rdma", 4420, "/dev/vdb", hosts)
-    assert nobody.subsystems[NQN].allowed_hosts == () and nobody.hosts == {}
+def test_the_owner_alone_is_let_in() -> None:
+    hosts = [*CLIENTS, {"name": "storage-1", "nqn": "nqn.2026-11.io.clustersmith:lab:host:storage-1"}]
+    target = nvmet.parse_wanted([{"nqn": NQN, "owner": "client-2"}], RAILS, "rdma", 4420, "/dev/vdb", hosts)
+    assert target.subsystems[NQN].allowed_hosts == (CLIENTS[1]["nqn"],)
+    assert set(target.hosts) == {CLIENTS[1]["nqn"]}
+
+
+UUID = "c84b87ee-4b05-5385-a981-4d887d98d921"
+
+
+def test_a_volume_namespace_gets_its_lvm_device_and_the_planned_uuid() -> None:
+    target = nvmet.parse_wanted([{"nqn": NQN, "owner": "client-1", "volume": "ns-client-1", "uuid": UUID.upper()}],
+                                RAILS, "rdma", 4420, None, CLIENTS, volume_group="clustersmith-nvmeof")
+    assert target.subsystems[NQN].namespaces == (
+        nvmet.Namespace(nsid=1, device="/dev/clustersmith-nvmeof/ns-client-1", uuid=UUID),)
+    steps = [s.describe() for s in nvmet.decide(target, nvmet.Target({}, {}))]
+    at = steps.index(f"subsystems/{NQN}/namespaces/1/device_uuid = {UUID}")
+    assert steps[at + 1] == f"subsystems/{NQN}/namespaces/1/enable = 1"  # set while the namespace is disabled
+    with pytest.raises(nvmet.TargetError, match="volume ns-client-1 but no volume_group"):
+        nvmet.parse_wanted([{"nqn": NQN, "owner": "client-1", "volume": "ns-client-1"}], RAILS, "rdma", 4420,
+                           None, CLIENTS)
+
+
+def test_a_drifted_uuid_is_rewritten_with_the_namespace_disabled_around_it() -> None:
+    wanted = nvmet.parse_wanted([{"nqn": NQN, "owner": "client-1", "volume": "v", "uuid": UUID}], RAILS, "rdma",
+                                4420, None, CLIENTS, volume_group="vg")
+    have = nvmet.Target({NQN: nvmet.Subsystem(nqn=NQN, namespaces=(nvmet.Namespace(1, "/dev/vg/v", True, "0" * 8),),
+                                              allowed_hosts=(CLIENTS[0]["nqn"],))}, {})
+    steps = [s.describe() for s in nvmet.decide(wanted, have) if "/namespaces/" in s.path]
+    assert steps == [f"subsystems/{NQN}/namespaces/1/enable = 0", f"subsystems/{NQN}/namespaces/1/device_uuid = {UUID}",
+                     f"subsystems/{NQN}/namespaces/1/enable = 1"]

@@ -6,7 +6,8 @@ Ansible module (``nvmet_target``) and, the same file, the boot-time applier run 
 ``read_state`` reads the configfs tree, ``decide`` (pure) lists the steps from it to the wanted state,
 ``apply`` takes them. Only the subsystems and ports named here are touched, and the host entries they link.
 
-Every subsystem allows exactly its ``allowed_hosts`` (``attr_allow_any_host=0``, one link per host NQN under
+Every subsystem allows exactly its ``owner`` (or its ``allowed_hosts``) (``attr_allow_any_host=0``, one link per host
+NQN under
 ``subsystems/<nqn>/allowed_hosts`` to ``hosts/<hostnqn>``); links to hosts no longer allowed are removed, and their
 host entries once no subsystem links them. With ``auth: dhchap`` each host entry gets its DH-CHAP secret
 (``dhchap_key``), this target's controller secret (``dhchap_ctrl_key``, bidirectional authentication) and
@@ -35,8 +36,9 @@ description:
 options:
   subsystems:
     description: >-
-      Subsystems, each with nqn, attached_by (the inventory group whose hosts it lets in) or allowed_hosts (host
-      names), and optionally namespaces (nsid, device).
+      Subsystems, each with nqn, owner (the one host name it lets in) or allowed_hosts (host names), and either
+      volume and uuid (namespace 1 on the LVM volume of volume_group, with that namespace UUID) or namespaces
+      (nsid, device, optionally uuid).
     type: list
     elements: dict
     required: true
@@ -55,12 +57,14 @@ options:
     type: int
     required: true
   namespace_device:
-    description: Block device of namespace 1 of subsystems that list no namespaces.
+    description: Block device of namespace 1 of subsystems that list neither namespaces nor a volume.
+    type: str
+  volume_group:
+    description: LVM volume group of the subsystems' volumes (nvmet_volumes carves them).
     type: str
   hosts:
     description: >-
-      Hosts (name, group, nqn) a subsystem may allow: those of its attached_by group, or the names its
-      allowed_hosts lists.
+      Hosts (name, nqn) a subsystem may allow: its owner, or the names its allowed_hosts lists.
     type: list
     elements: dict
     default: []
@@ -98,6 +102,7 @@ class Namespace:
     nsid: int
     device: str
     enabled: bool = True
+    uuid: str = ""  # wanted: "" leaves the kernel's own UUID
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,12 +154,11 @@ class Step:
         return f"{self.op} {self.path}"
 
 
-def allowed_names(subsystem: dict[str, Any], hosts: list[dict[str, Any]]) -> list[str]:
-    """Host names a subsystem lets in: its ``allowed_hosts``, or every host of its ``attached_by`` group."""
-    if subsystem.get("allowed_hosts") is not None:
-        return [str(n) for n in subsystem["allowed_hosts"]]
-    group = subsystem.get("attached_by")
-    return [str(h["name"]) for h in hosts if group is not None and h.get("group") == group]
+def allowed_names(subsystem: dict[str, Any]) -> list[str]:
+    """Host names a subsystem lets in: its ``owner``, or its ``allowed_hosts``."""
+    if subsystem.get("owner"):
+        return [str(subsystem["owner"])]
+    return [str(n) for n in subsystem.get("allowed_hosts") or []]
 
 
 def parse_hosts(subsystems: list[dict[str, Any]], hosts: list[dict[str, Any]], auth: str,
@@ -165,7 +169,7 @@ def parse_hosts(subsystems: list[dict[str, Any]], hosts: list[dict[str, Any]], a
     by_name = {str(h["name"]): str(h["nqn"]) for h in hosts}
     wanted: dict[str, Host] = {}
     for item in subsystems:
-        for name in allowed_names(item, hosts):
+        for name in allowed_names(item):
             nqn = by_name.get(str(name))
             if nqn is None or not nqn.startswith("nqn."):
                 raise TargetError(f"subsystem {item['nqn']}: allowed host {name} has no host NQN in hosts "
@@ -186,9 +190,10 @@ def parse_hosts(subsystems: list[dict[str, Any]], hosts: list[dict[str, Any]], a
 def parse_wanted(subsystems: list[dict[str, Any]], rails: list[dict[str, Any]], transport: str,
                  trsvcid: int, namespace_device: str | None = None, hosts: list[dict[str, Any]] | None = None,
                  auth: str = "none", dhchap_secrets: dict[str, str] | None = None,
-                 dhchap_ctrl_secret: str | None = None) -> Target:
-    """Subsystems with their namespaces (by default namespace 1 on ``namespace_device``) and allowed hosts; one
-    port per rail (port id: rail index + 1), every subsystem on each."""
+                 dhchap_ctrl_secret: str | None = None, volume_group: str | None = None) -> Target:
+    """Subsystems with their namespaces (namespace 1 on the subsystem's ``volume`` of ``volume_group`` with its
+    ``uuid``, or on ``namespace_device``) and allowed hosts; one port per rail (port id: rail index + 1), every
+    subsystem on each."""
     wanted_hosts = parse_hosts(subsystems, hosts or [], auth, dhchap_secrets or {}, dhchap_ctrl_secret)
     by_name = {str(h["name"]): str(h["nqn"]) for h in hosts or []}
     subs: dict[str, Subsystem] = {}
@@ -197,13 +202,18 @@ def parse_wanted(subsystems: list[dict[str, Any]], rails: list[dict[str, Any]], 
         if not nqn.startswith("nqn."):
             raise TargetError(f"subsystem NQN {nqn!r} must start with 'nqn.'")
         namespaces = []
-        for ns in item.get("namespaces") or [{"nsid": 1, "device": namespace_device}]:
+        if item.get("volume") and not volume_group:
+            raise TargetError(f"subsystem {nqn}: volume {item['volume']} but no volume_group; expected the LVM "
+                              "volume group the volumes are carved in (nvmeof_volume_group)")
+        default = ({"nsid": 1, "device": f"/dev/{volume_group}/{item['volume']}", "uuid": item.get("uuid")}
+                   if item.get("volume") else {"nsid": 1, "device": namespace_device})
+        for ns in item.get("namespaces") or [default]:
             device = str(ns.get("device") or "")
             if not device.startswith("/dev/"):
                 raise TargetError(f"subsystem {nqn}: namespace {ns.get('nsid')} device {device!r} "
                                   f"is not a /dev path; expected the block device that backs it")
-            namespaces.append(Namespace(nsid=int(ns["nsid"]), device=device))
-        allowed = tuple(sorted(by_name[n] for n in allowed_names(item, hosts or [])))
+            namespaces.append(Namespace(nsid=int(ns["nsid"]), device=device, uuid=str(ns.get("uuid") or "").lower()))
+        allowed = tuple(sorted(by_name[n] for n in allowed_names(item)))
         subs[nqn] = Subsystem(nqn=nqn, namespaces=tuple(namespaces), allowed_hosts=allowed)
     if transport not in ("rdma", "tcp"):
         raise TargetError(f"transport {transport!r}; expected rdma or tcp")
@@ -244,7 +254,7 @@ def read_state(root: Path, nqns: list[str], port_ids: list[int], host_nqns: list
         ns_root = base / "namespaces"
         for ns in sorted(ns_root.iterdir() if ns_root.is_dir() else [], key=lambda p: int(p.name)):
             namespaces.append(Namespace(nsid=int(ns.name), device=_read(ns / "device_path"),
-                                        enabled=_read(ns / "enable") == "1"))
+                                        enabled=_read(ns / "enable") == "1", uuid=_read(ns / "device_uuid").lower()))
         subs[nqn] = Subsystem(nqn=nqn, namespaces=tuple(namespaces),
                               allow_any_host=_read(base / "attr_allow_any_host") == "1",
                               allowed_hosts=_links(base / "allowed_hosts"))
@@ -309,10 +319,14 @@ def decide(wanted: Target, have: Target) -> list[Step]:
             old = have_ns.get(ns.nsid)
             if old is None:
                 steps.append(Step("mkdir", path))
-            if old is None or not same_device(old.device, ns.device):
-                if old is not None and old.enabled:
+            uuid_differs = bool(ns.uuid) and (old is None or old.uuid != ns.uuid)
+            if old is None or not same_device(old.device, ns.device) or uuid_differs:
+                if old is not None and old.enabled:  # device_path and device_uuid are read-only while enabled
                     steps.append(Step("write", f"{path}/enable", "0"))
-                steps.append(Step("write", f"{path}/device_path", ns.device))
+                if old is None or not same_device(old.device, ns.device):
+                    steps.append(Step("write", f"{path}/device_path", ns.device))
+                if uuid_differs:
+                    steps.append(Step("write", f"{path}/device_uuid", ns.uuid))
                 steps.append(Step("write", f"{path}/enable", "1"))
             elif not old.enabled:
                 steps.append(Step("write", f"{path}/enable", "1"))
@@ -393,7 +407,8 @@ def render(target: Target) -> str:
     for nqn, sub in sorted(target.subsystems.items()):
         lines.append(f"subsystem {nqn} allow_any_host={int(sub.allow_any_host)} "
                      f"allowed_hosts={','.join(sub.allowed_hosts) or '-'}")
-        lines += [f"  namespace {ns.nsid} {ns.device} enabled={int(ns.enabled)}" for ns in sub.namespaces]
+        lines += [f"  namespace {ns.nsid} {ns.device} enabled={int(ns.enabled)}"
+                  + (f" uuid={ns.uuid}" if ns.uuid else "") for ns in sub.namespaces]
     for pid, port in sorted(target.ports.items()):
         lines.append(f"port {pid} {port.trtype} {port.traddr}:{port.trsvcid} -> {', '.join(port.subsystems) or '-'}")
     for hnqn, host in sorted(target.hosts.items()):  # whether a secret is set, never the secret
@@ -405,7 +420,8 @@ def render(target: Target) -> str:
 def converge(params: dict[str, Any], check_mode: bool, root: Path = Path(CONFIGFS)) -> dict[str, Any]:
     wanted = parse_wanted(params["subsystems"], params["rails"], str(params["transport"]), int(params["trsvcid"]),
                           params.get("namespace_device"), params.get("hosts") or [], str(params.get("auth") or "none"),
-                          params.get("dhchap_secrets") or {}, params.get("dhchap_ctrl_secret"))
+                          params.get("dhchap_secrets") or {}, params.get("dhchap_ctrl_secret"),
+                          params.get("volume_group"))
     if not root.is_dir():
         raise TargetError(f"{root} does not exist: load the nvmet module and mount configfs first")
     if params.get("state", "present") == "present":
@@ -413,7 +429,8 @@ def converge(params: dict[str, Any], check_mode: bool, root: Path = Path(CONFIGF
             for ns in sub.namespaces:
                 if not Path(ns.device).exists():
                     raise TargetError(f"subsystem {sub.nqn}: namespace device {ns.device} does not exist on this "
-                                      f"host; expected the block device that backs it (nvmeof_namespace_device)")
+                                      f"host; expected the block device that backs it (its LVM volume, carved "
+                                      f"from nvmeof_namespace_pool)")
     have = read_state(root, list(wanted.subsystems), list(wanted.ports), list(wanted.hosts))
     absent = params.get("state") == "absent"
     steps = decide_absent(wanted, have) if absent else decide(wanted, have)
@@ -430,6 +447,7 @@ ARGUMENT_SPEC: dict[str, dict[str, Any]] = {
     "transport": {"type": "str", "required": True, "choices": ["rdma", "tcp"]},
     "trsvcid": {"type": "int", "required": True},
     "namespace_device": {"type": "str"},
+    "volume_group": {"type": "str"},
     "hosts": {"type": "list", "elements": "dict", "default": []},
     "auth": {"type": "str", "default": "none", "choices": ["dhchap", "none"]},
     "dhchap_secrets": {"type": "dict", "default": {}, "no_log": True},
