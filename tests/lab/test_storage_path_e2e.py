@@ -1,7 +1,8 @@
 """The storage data path end to end on the example lab.
 
 First, after every role's scenario converged the lab (test_role_scenarios.py), the generated site.yml finds
-nothing to change. Then, on the lab site.yml left, fio with verify=crc32c on the multipath namespace while client-1's
+nothing to change. Then, on the lab site.yml left, fio with verify=crc32c on a file of client-1's tiered file system,
+whose dm-cache origin is the multipath namespace client-1 owns (writethrough: every write goes to it), while its
 rail 0 is cut and restored: zero I/O errors, zero verify failures, I/O goes on over the other rail while rail 0
 is still down, both paths live afterwards. The I/O pause is printed in the "lab timings" summary.
 
@@ -65,7 +66,7 @@ def longest_pause_ms(iops_log: str) -> int:
 
 
 FIO_JOB = """[global]
-filename={device}
+filename={file}
 ioengine=libaio
 direct=1
 rw=randwrite
@@ -88,17 +89,24 @@ def test_fio_verify_survives_a_rail_cut(deployed: ExampleLab) -> None:
     lab = deployed.lab
     plan = deployed.blueprint.storage.nvmeof
     assert plan is not None
-    nqn = plan.subsystems[0].nqn
+    own = next(s for s in plan.subsystems if s.owner == "client-1")
+    nqn = own.nqn
     sub, heads = multipath_state(lab, "client-1", nqn)
     assert sub.live_paths == plan.paths_per_subsystem.value and len(heads) == 1, (sub, heads)
+    # the namespace is the one the Blueprint names, and the tier's volume group is built on it: on no other device
+    assert ssh_out(lab, "client-1", f"realpath {own.device}").strip() == heads[0]
+    pvs = ssh_out(lab, "client-1", "pvs --noheadings -o pv_name,vg_name").split()
+    tiering = deployed.blueprint.storage.cache
+    assert heads[0] in pvs, f"the tier is not on client-1's own namespace {heads[0]}: pvs {pvs}"
+    scratch = f"{tiering.mount_point}/.clustersmith-railcut.bin"
     io_timeout = int(ssh_out(lab, "client-1", "cat /sys/module/nvme_core/parameters/io_timeout"))
     failover_s = io_timeout + plan.keep_alive_tmo.value  # the longest the kernel holds I/O on a dead path
     cut_s = failover_s + MARGIN_S
     # after the link returns the path reconnects within a few reconnect_delay periods (Blueprint)
     heal_s = 3 * plan.reconnect_delay.value + plan.keep_alive_tmo.value
     runtime = CUT_AFTER_S + cut_s + heal_s
-    job = FIO_JOB.format(device=heads[0], runtime=runtime, log_ms=IOPS_LOG_MS)
-    ssh_out(lab, "client-1", f"rm -f /root/railcut*; cat > /root/railcut.fio <<'EOF'\n{job}EOF")
+    job = FIO_JOB.format(file=scratch, runtime=runtime, log_ms=IOPS_LOG_MS)
+    ssh_out(lab, "client-1", f"rm -f /root/railcut* {scratch}; cat > /root/railcut.fio <<'EOF'\n{job}EOF")
     saved = lab.saved_state()
     fio_cmd = "fio --output-format=json --output=/root/railcut.json /root/railcut.fio"
     with subprocess.Popen(ssh.argv(saved.host("client-1").ssh_port, saved.private_key, fio_cmd),
@@ -113,7 +121,7 @@ def test_fio_verify_survives_a_rail_cut(deployed: ExampleLab) -> None:
         cut_for = time.monotonic() - cut_at
         out, _ = fio.communicate(timeout=runtime + 600)
         assert fio.returncode == 0, f"fio exited {fio.returncode}: {out[-3000:]}"
-    result = json.loads(ssh_out(lab, "client-1", "cat /root/railcut.json"))
+    result = json.loads(ssh_out(lab, "client-1", f"cat /root/railcut.json; rm -f {scratch}"))
     job_result = result["jobs"][0]
     assert job_result["error"] == 0, f"fio error {job_result['error']}"
     assert job_result["write"]["io_bytes"] > 0 and job_result["read"]["io_bytes"] > 0, "no writes or no verify reads"
