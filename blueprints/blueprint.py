@@ -327,7 +327,8 @@ class CachePlan(_Frozen):
     dirty_background_ratio: int
     dirty_ratio: int
     min_hit_ratio: Traced[Ratio]
-    mount_point: str = Field(description="Where the tiered file system is mounted (acceptance's scratch lives on it)")
+    mount_point: str = Field(description="Where the tiered file system is mounted (acceptance's tier workloads "
+                             "write their scratch there)")
 
 
 class ManagedFsPlan(_Frozen):
@@ -612,6 +613,9 @@ class Check(_Frozen):
     derived_from: Provenance
 
 
+ScratchFs = Literal["shared", "tier"]
+
+
 class FioWorkload(_Frozen):
     """One fio job run on every GPU client at once; rendered as ``acceptance/fio/<name>.fio``."""
 
@@ -629,15 +633,19 @@ class FioWorkload(_Frozen):
     ioengine: Literal["libaio"] = "libaio"
     verify: Literal["crc32c"] | None = Field(default=None, description="Checksum written data and read it back")
     log_avg_ms: int = Field(description="Interval of the per-interval bandwidth log (ms)")
+    on: ScratchFs = Field(default="tier", description="The file system it runs on: shared (the storage system, "
+                          "every GPU node at once) or tier (each node's own tiered file system)")
 
 
 class ScratchArea(_Frozen):
-    """Where acceptance may write without --destructive: its own files in a directory on the tiered file
-    system, or a raw namespace the plan reserves as scratch. Nothing else is written unless asked."""
+    """Where acceptance may write without --destructive: its own files in a directory on the shared file system
+    or on the node's tiered file system, or a raw namespace the plan reserves as scratch. Nothing else is written
+    unless asked."""
 
     kind: Literal["directory", "namespace"]
     path: str = Field(description="The directory (kind directory) or the subsystem NQN (kind namespace)")
     mount: str | None = Field(default=None, description="Mount point the directory must be on")
+    fs: ScratchFs | None = Field(default=None, description="Directory: the file system it is on, as workloads name it")
     role: HostRole = Field(description="Hosts that hold it")
     derived_from: Provenance
 
@@ -657,6 +665,17 @@ class AcceptancePlan(_Frozen):
     workloads: tuple[FioWorkload, ...] = Field(default=(), description="fio jobs the fio checks run")
     scratch: tuple[ScratchArea, ...] = Field(default=(), description="Where write tests may write")
     footprint: FioFootprint | None = Field(default=None, description="The fio working set on the hot tier")
+
+    @model_validator(mode="after")
+    def _workloads_have_scratch(self) -> AcceptancePlan:
+        have = {a.fs for a in self.scratch if a.kind == "directory"}
+        if lost := sorted({w.name for w in self.workloads if w.on not in have}):
+            raise ValueError(f"workloads {', '.join(lost)} run on a file system with no scratch directory")
+        return self
+
+    def scratch_dir(self, on: ScratchFs) -> ScratchArea:
+        """The scratch directory of the file system ``on``."""
+        return next(a for a in self.scratch if a.kind == "directory" and a.fs == on)
 
 
 # the Blueprint -----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console, Group
 from rich.table import Table
 
-from blueprints.blueprint import Blueprint, FioFootprint, Traced
+from blueprints.blueprint import AcceptancePlan, Blueprint, FioFootprint, Traced
 from blueprints.summary_ceph import ceph_tables
 
 
@@ -114,11 +114,14 @@ def summary(bp: Blueprint) -> Group:
     ceph = ceph_tables(s.ceph) if s.ceph is not None else []
     parts: list[Table] = [compute, fabric, storage_net, qos, storage, protection, *ceph, designed, checks]
     if bp.acceptance.footprint is not None:
-        parts.append(_footprint(bp.acceptance.footprint))
+        parts.append(_footprint(bp.acceptance.footprint, bp.acceptance))
     return Group(*parts)
 
 
-def _footprint(f: FioFootprint) -> Table:
+WHERE = {"shared": "the shared file system, every GPU node at once", "tier": "each node's own tiered file system"}
+
+
+def _footprint(f: FioFootprint, plan: AcceptancePlan) -> Table:
     table = Table(title="acceptance working set (fio, on the hot tier)", title_justify="left")
     for col in ("what", "value", "because"):
         table.add_column(col)
@@ -126,6 +129,11 @@ def _footprint(f: FioFootprint) -> Table:
                   "workload reuses them")
     table.add_row("footprint", _t(f.footprint), _why(f.footprint) + f" (at most half of {f.tier_usable} usable)")
     table.add_row("time to lay it out", _t(f.fill_time), _why(f.fill_time))
+    for area in plan.scratch:
+        if area.kind == "directory" and area.fs is not None:
+            names = [w.name for w in plan.workloads if w.on == area.fs]
+            if names:
+                table.add_row(f"runs in {area.path}", ", ".join(names), f"on {WHERE[area.fs]}")
     return table
 
 

@@ -1,7 +1,8 @@
 """What an acceptance run writes, decided before anything runs: clusters under test may already hold data.
 
 By default the fio workloads write only their own files (``clustersmith-accept.<host>.<job>``) in the scratch
-directory the plan names on the tiered file system, whose mount the hosts check first. A raw device is
+directories the plan names (on the shared file system and on the node's tiered one; each workload says which),
+whose mounts the hosts check first. A raw device is
 written only when it is a namespace the Blueprint reserves as scratch (each host checks the device's
 subsystem NQN before fio starts) or with ``--destructive``. Anything else that would be written needs
 ``--destructive``, and the run says what it will overwrite. Read-only checks (RDMA, NVMe-oF paths, QoS,
@@ -14,21 +15,38 @@ import re
 from pathlib import PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from blueprints.blueprint import Blueprint, Check
+from blueprints.blueprint import Blueprint, Check, FioWorkload, ScratchFs
 from blueprints.errors import ClusterSmithError, Problem
+
+
+class WriteArea(BaseModel):
+    """Where one workload writes: a directory (on the mount that must hold it) or a device."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    mount: str | None = None
 
 
 class WritePlan(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["none", "scratch_dir", "directory", "device"]
-    path: str = ""
-    mount: str | None = None
+    path: str = Field(default="", description="The --fio-target every workload writes (directory, device)")
+    scratch: dict[ScratchFs, WriteArea] = Field(default_factory=dict,
+                                                description="scratch_dir: the plan's scratch directory per file system")
     scratch_nqns: tuple[str, ...] = ()
     destructive: bool = False
     summary: str = "nothing is written (read-only checks only)"
+
+    def area(self, workload: FioWorkload) -> WriteArea:
+        """Where ``workload`` writes: its file system's scratch directory, or the one target of the run."""
+        return self.scratch[workload.on] if self.kind == "scratch_dir" else WriteArea(path=self.path)
+
+    def areas(self) -> tuple[WriteArea, ...]:
+        return tuple(self.scratch.values()) if self.kind == "scratch_dir" else (WriteArea(path=self.path),)
 
 
 # What fio and the job file would read as more than one plain path (fio's HOWTO.rst, "Target file/device",
@@ -69,19 +87,26 @@ def plan_writes(bp: Blueprint, checks: list[Check], target: str | None, destruct
     per_host = max((w.numjobs.value * w.size.value.value for w in used), default=0.0)
     files = max((w.numjobs.value for w in used), default=0)
     where = ", ".join(hosts) or "every GPU client"
-    scratch = next((a for a in bp.acceptance.scratch if a.kind == "directory"), None)
+    dirs = {a.fs: a for a in bp.acceptance.scratch if a.kind == "directory" and a.fs is not None}
     nqns = tuple(a.path for a in bp.acceptance.scratch if a.kind == "namespace")
     if target is not None:
         check_target(target)
-    if target is None or (scratch is not None and PurePosixPath(target) == PurePosixPath(scratch.path)):
-        if scratch is None:
-            raise ClusterSmithError([Problem("acceptance.scratch", "the Blueprint names no scratch directory, so fio "
-                                             "has nowhere safe to write; give --fio-target and --destructive")],
+    named = [a for a in dirs.values() if target is not None and PurePosixPath(target) == PurePosixPath(a.path)]
+    if target is None or named:
+        need = sorted({w.on for w in used})
+        if missing := [fs for fs in need if fs not in dirs]:
+            raise ClusterSmithError([Problem("acceptance.scratch", f"the Blueprint names no scratch directory on the "
+                                             f"{' or '.join(missing)} file system, so fio has nowhere safe to write; "
+                                             "give --fio-target and --destructive")],
                                     title="nowhere to write")
-        return WritePlan(kind="scratch_dir", path=scratch.path, mount=scratch.mount, destructive=False,
+        chosen = {fs: named[0] if named else dirs[fs] for fs in need}
+        areas = {fs: WriteArea(path=a.path, mount=a.mount) for fs, a in chosen.items()}
+        distinct = {a.path: a for a in chosen.values()}.values()
+        places = "; ".join(f"{a.path} (plan scratch on {a.mount})" for a in distinct)
+        return WritePlan(kind="scratch_dir", scratch=areas, destructive=False,
                          summary=f"fio writes {files} scratch file(s) per client ({per_host / 1e6:.0f} MB) named "
-                                 f"clustersmith-accept.<host>.<job> in {scratch.path} (plan scratch on "
-                                 f"{scratch.mount}) on {where}, and removes them afterwards")
+                                 f"clustersmith-accept.<host>.<job> in {places} on {where}, and removes them "
+                                 "afterwards")
     is_device = target.startswith("/dev/")
     if is_device and not destructive and nqns:
         return WritePlan(kind="device", path=target, scratch_nqns=nqns,
@@ -90,8 +115,8 @@ def plan_writes(bp: Blueprint, checks: list[Check], target: str | None, destruct
     what = (f"overwrite the data on {target}" if is_device else
             f"write {files} file(s) of up to {per_host / 1e6:.0f} MB per client into {target}")
     if not destructive:
-        scratch_text = scratch.path if scratch else "none"
-        raise ClusterSmithError([Problem("--fio-target", f"not a scratch area of the plan (scratch directory: "
+        scratch_text = ", ".join(a.path for a in dirs.values()) or "none"
+        raise ClusterSmithError([Problem("--fio-target", f"not a scratch area of the plan (scratch directories: "
                                          f"{scratch_text}; scratch namespaces: {', '.join(nqns) or 'none'}); fio "
                                          f"would {what} on {where}; pass --destructive to allow it", value=target)],
                                 title="refusing to write outside the plan's scratch areas")

@@ -169,8 +169,9 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
                              scope="host", performance=False,
                              args={"dscp": str(qos.dscp.value), "priority": str(qos.roce_priority.value),
                                    "tos": str(qos.traffic_class.value)}))
-    checks.append(_check(ctx, "cache.hit_ratio", "prometheus", "dm-cache read hit ratio over the fio workloads",
-                         ">=", storage.cache.min_hit_ratio.value.value, "ratio",
+    checks.append(_check(ctx, "cache.hit_ratio", "prometheus",
+                         "dm-cache read hit ratio over the fio run (its tier workloads)", ">=",
+                         storage.cache.min_hit_ratio.value.value, "ratio",
                          list(storage.cache.min_hit_ratio.derived_from.spec), "acceptance.cache_hit_ratio",
                          storage.cache.min_hit_ratio.derived_from.formula, severity="warning", scope="host",
                          args={"query": HIT_RATIO}))
@@ -179,5 +180,5 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
     checks.append(_check(ctx, "monitoring.targets_up", "prometheus", "share of scrape targets up", ">=", 1.0,
                          "ratio", ["target.provider"], "acceptance.all_targets_up", "every target up",
                          performance=False))
-    return AcceptancePlan(checks=tuple(checks), workloads=tuple(workloads.values()), scratch=plan_scratch(ctx),
+    return AcceptancePlan(checks=tuple(checks), workloads=tuple(workloads.values()), scratch=plan_scratch(storage),
                           footprint=plan_footprint(compute, storage, workloads["seq_read"]))

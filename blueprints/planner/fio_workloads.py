@@ -5,16 +5,23 @@
 - rand_read_4k (4k random read, iodepth 1): p99 completion latency;
 - mixed: the design's mixed workload, randrw 70/30 with 4k-1M blocks, checksummed (verify=crc32c).
 
-One job per GPU (each GPU's data loader reads on its own), each on its own scratch file in the acceptance
-directory on the client's tiered file system; nothing else is written without ``--destructive``.
+One job per GPU (each GPU's data loader reads on its own), each on its own scratch file
+(``clustersmith-accept.<host>.<job>``) in a scratch directory; nothing else is written without ``--destructive``.
+Where the design has a shared storage system (Ceph: bare metal, the lab), the throughput, jitter and mixed
+workloads run on it, in its hot directory, from every GPU node at once: they measure the storage system, not the
+client. The latency workload runs on each node's tiered file system, on the node's own NVMe-oF namespace behind
+its cache: device latency over the fabric, and the cache's hit ratio. On the clouds (until their managed Lustre is
+mounted, issue 19) every workload runs on the tiered file system.
 
-Every workload reuses the same files (``clustersmith-accept.<host>.<job>``), so the run's footprint is one file per
-job on every GPU node. It is capped at half the hot tier's usable capacity (issue 18: the working set stays
-within half the tier's free capacity; an accepted cluster is empty), and ``plan`` shows it with the time the
-design's write throughput needs to lay it out.
+Every workload reuses the same files, so the run's footprint is one file per job on every GPU node. On the shared
+hot tier all nodes' files together are capped at half its usable capacity (issue 18: the working set stays within
+half the tier's free capacity; an accepted cluster is empty); on a node's own namespace its files are capped at
+half the namespace. ``plan`` shows the footprint with the time the design's write throughput needs to lay it out.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from blueprints.blueprint import (
     ComputePlan,
@@ -22,6 +29,7 @@ from blueprints.blueprint import (
     FioWorkload,
     Provenance,
     ScratchArea,
+    ScratchFs,
     StoragePlan,
     Traced,
     traced,
@@ -30,13 +38,15 @@ from blueprints.planner.context import PlanContext
 from blueprints.units import Duration, Size
 
 TIERED_MOUNT = "/mnt/clustersmith"  # where storage_tiering mounts the client's tiered file system
-SCRATCH_DIR = f"{TIERED_MOUNT}/.clustersmith-accept"
+SCRATCH_NAME = ".clustersmith-accept"
+SCRATCH_DIR = f"{TIERED_MOUNT}/{SCRATCH_NAME}"
 LOG_AVG_MS = 500  # fio's default bwavgtime (field-numbers 2.1)
 SEQ_DEPTH = 32
 SEQ_BS = "1M"
 MIB = 1 << 20
 SHARE_OF_TIER = 0.5  # issue 18: the acceptance working set stays within half the tier's free capacity
 SMALLEST_FILE = SEQ_DEPTH * MIB  # a sequential job keeps SEQ_DEPTH 1M I/Os in flight inside its own file
+LATENCY_PURPOSE = "4k random read completion latency on the node's own NVMe-oF namespace, behind its cache"
 
 
 def _shape(ctx: PlanContext) -> tuple[int, int, Size, str]:
@@ -50,28 +60,53 @@ def _hot(storage: StoragePlan) -> Traced[Size]:
     return next(t.usable for t in storage.tiers if t.name == "hot")
 
 
-def _file_size(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan, choice: Size, why: str) -> Traced[Size]:
-    """The scratch file per job: the shape's choice, or less where every GPU node's files would take more than
-    half the hot tier."""
+class _Room(NamedTuple):
+    """What one file may take under one cap, how that reads, and what the cap would need to fit the smallest file."""
+
+    each: float
+    what: str
+    fits: str
+    expected: str
+
+
+def _rooms(compute: ComputePlan, storage: StoragePlan, choice: Size) -> list[_Room]:
     hot = _hot(storage)
     files = compute.nodes.value * compute.gpus_per_node
-    spec = ["target.provider", *hot.derived_from.spec]
-    room = hot.value.value * SHARE_OF_TIER
-    if files * choice.value <= room:
-        return traced(choice, spec, "acceptance.fio_file_size",
-                      f"{why}; {files} files x {choice} = {Size.of(files * choice.value)} <= half the hot tier's "
-                      f"{hot.value} usable")
-    capped = int(room / files) // MIB * MIB
+    rooms = [_Room(hot.value.value * SHARE_OF_TIER / files,
+                   f"half the hot tier's {hot.value} usable / {files} files (one per GPU)",
+                   f"{files} files x {choice} = {Size.of(files * choice.value)} <= half the hot tier's {hot.value} "
+                   "usable",
+                   f"a hot tier of at least {Size.of(files * SMALLEST_FILE / SHARE_OF_TIER)} (a larger training set "
+                   "or hot fraction)")]
+    if storage.nvmeof is not None:
+        ns, jobs = storage.nvmeof.namespace_size, compute.gpus_per_node
+        rooms.append(_Room(ns.value.value * SHARE_OF_TIER / jobs,
+                           f"half the node's own {ns.value} namespace / {jobs} files (one per GPU)",
+                           f"{jobs} files x {choice} = {Size.of(jobs * choice.value)} <= half the node's "
+                           f"{ns.value} namespace",
+                           f"namespaces of at least {Size.of(jobs * SMALLEST_FILE / SHARE_OF_TIER)} (larger hot-tier "
+                           "drives, or more targets for the GPU nodes)"))
+    return rooms
+
+
+def _file_size(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan, choice: Size, why: str) -> Traced[Size]:
+    """The scratch file per job: the shape's choice, or less where every GPU node's files would take more than
+    half the hot tier, or one node's more than half its own namespace."""
+    spec = ["target.provider", *_hot(storage).derived_from.spec]
+    if storage.nvmeof is not None:
+        spec += [s for s in storage.nvmeof.namespace_size.derived_from.spec if s not in spec]
+    rooms = _rooms(compute, storage, choice)
+    tight = min(rooms, key=lambda r: r.each)
+    if choice.value <= tight.each:
+        return traced(choice, spec, "acceptance.fio_file_size", f"{why}; " + "; ".join(r.fits for r in rooms))
+    capped = int(tight.each) // MIB * MIB
     if capped < SMALLEST_FILE:
         raise ctx.infeasible("data.training_set",
-                             f"acceptance writes {files} scratch files (one per GPU), each at least "
-                             f"{SMALLEST_FILE // MIB}MiB ({SEQ_DEPTH} x {SEQ_BS} in flight per job), in at most half "
-                             f"the hot tier's {hot.value} usable: {Size.of(room / files)} each is left; expected a hot "
-                             f"tier of at least {Size.of(files * SMALLEST_FILE / SHARE_OF_TIER)} (a larger "
-                             f"training set or hot fraction)")
+                             f"acceptance writes one scratch file per GPU, each at least {SMALLEST_FILE // MIB}MiB "
+                             f"({SEQ_DEPTH} x {SEQ_BS} in flight per job): {tight.what} = {Size.of(tight.each)} each "
+                             f"is left; expected {tight.expected}")
     return traced(Size.of(capped), spec, "acceptance.fio_file_size",
-                  f"half the hot tier's {hot.value} usable / {files} files = {Size.of(room / files)}, "
-                  f"whole MiB {Size.of(capped)} (under the {choice} of {why})")
+                  f"{tight.what} = {Size.of(tight.each)}, whole MiB {Size.of(capped)} (under the {choice} of {why})")
 
 
 def plan_footprint(compute: ComputePlan, storage: StoragePlan, workload: FioWorkload) -> FioFootprint:
@@ -92,6 +127,7 @@ def plan_footprint(compute: ComputePlan, storage: StoragePlan, workload: FioWork
 
 def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[FioWorkload, ...]:
     runtime, ramp, size, why = _shape(ctx)
+    shared: ScratchFs = "shared" if storage.ceph is not None else "tier"
     jobs = traced(compute.gpus_per_node, ["compute.accelerator", "compute.gpus"], "acceptance.fio_job_per_gpu",
                   f"one reader per GPU: {compute.gpus_per_node} GPUs per node")
     spec = ["target.provider"]
@@ -104,24 +140,36 @@ def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan)
     common = {"numjobs": jobs, "size": size_t, "runtime_s": runtime_t, "ramp_s": ramp, "log_avg_ms": LOG_AVG_MS}
     workloads = [
         FioWorkload(name="seq_read", purpose="aggregate sequential read throughput and its jitter", rw="read",
-                    bs=SEQ_BS, iodepth=depth, **common),
+                    bs=SEQ_BS, iodepth=depth, on=shared, **common),
     ]
     if ctx.req.performance.storage.write_throughput is not None:
         workloads.append(FioWorkload(name="seq_write", purpose="aggregate sequential write throughput", rw="write",
-                                     bs=SEQ_BS, iodepth=depth, **common))
+                                     bs=SEQ_BS, iodepth=depth, on=shared, **common))
     workloads += [
-        FioWorkload(name="rand_read_4k", purpose="4k random read completion latency", rw="randread", bs="4k",
-                    iodepth=lat_depth, **common),
+        FioWorkload(name="rand_read_4k", purpose=LATENCY_PURPOSE if storage.nvmeof is not None else
+                    "4k random read completion latency", rw="randread", bs="4k", iodepth=lat_depth, on="tier",
+                    **common),
         FioWorkload(name="mixed", purpose="the design's mixed workload, data verified", rw="randrw",
-                    bs="4k-1M", rwmixread=70, iodepth=depth, verify="crc32c", **common),
+                    bs="4k-1M", rwmixread=70, iodepth=depth, verify="crc32c", on=shared, **common),
     ]
     return tuple(workloads)
 
 
-def plan_scratch(ctx: PlanContext) -> tuple[ScratchArea, ...]:
-    return (ScratchArea(kind="directory", path=SCRATCH_DIR, mount=TIERED_MOUNT, role="gpu_client",
-                        derived_from=Provenance(spec=("data.training_set",), rule="acceptance.scratch_on_tiered_fs",
-                                                 formula=f"acceptance writes only its own files in {SCRATCH_DIR}")),)
+def plan_scratch(storage: StoragePlan) -> tuple[ScratchArea, ...]:
+    tier = ScratchArea(kind="directory", path=SCRATCH_DIR, mount=TIERED_MOUNT, role="gpu_client", fs="tier",
+                       derived_from=Provenance(spec=("data.training_set",), rule="acceptance.scratch_on_tiered_fs",
+                                               formula=f"acceptance writes only its own files in {SCRATCH_DIR}"))
+    if storage.ceph is None:
+        return (tier,)
+    ceph = storage.ceph
+    hot = next(p for p in ceph.pools if p.tier == "hot")
+    path = f"{ceph.mount.mount_point}{hot.directory}/{SCRATCH_NAME}"
+    shared = ScratchArea(kind="directory", path=path, mount=ceph.mount.mount_point, role="gpu_client", fs="shared",
+                         derived_from=Provenance(spec=("data.training_set", "data.hot_fraction"),
+                                                 rule="acceptance.scratch_on_shared_fs",
+                                                 formula=f"acceptance writes only its own files in {path}: CephFS's "
+                                                         f"{hot.directory} directory, laid out on pool {hot.name}"))
+    return shared, tier
 
 
 def workload_args(w: FioWorkload) -> dict[str, str]:

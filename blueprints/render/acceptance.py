@@ -30,13 +30,6 @@ def job_file(workload: FioWorkload) -> str:
     return f"fio/{workload.name}.fio"
 
 
-def scratch_dir(bp: Blueprint) -> str:
-    for area in bp.acceptance.scratch:
-        if area.kind == "directory":
-            return area.path
-    raise ValueError(f"Blueprint {bp.name!r} plans fio workloads but no scratch directory")
-
-
 def _plan(bp: Blueprint) -> dict[str, Any]:
     workloads = {w.name: w for w in bp.acceptance.workloads}
     checks = []
@@ -50,8 +43,8 @@ def _plan(bp: Blueprint) -> dict[str, Any]:
     for w in bp.acceptance.workloads:
         item = w.model_dump(mode="json")
         item["job_file"] = job_file(w)
-        item["writes"] = (f"{w.numjobs.value} file(s) of {w.size.value} per client in {scratch_dir(bp)} "
-                          f"(clustersmith-accept.<host>.<job>)")
+        item["writes"] = (f"{w.numjobs.value} file(s) of {w.size.value} per client in "
+                          f"{bp.acceptance.scratch_dir(w.on).path} (clustersmith-accept.<host>.<job>)")
         planned.append(item)
     return {
         "apiVersion": PLAN_API,
@@ -75,7 +68,8 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
     written = [plan_path]
     for w in bp.acceptance.workloads:
         path = out / job_file(w)
-        path.write_text(fio_job(bp, w, FioTarget(kind="directory", path=scratch_dir(bp))), encoding="utf-8")
+        path.write_text(fio_job(bp, w, FioTarget(kind="directory", path=bp.acceptance.scratch_dir(w.on).path)),
+                        encoding="utf-8")
         written.append(path)
     return written
 

@@ -1,11 +1,13 @@
-"""Acceptance end to end on the example lab (`clustersmith build examples/lab.yaml`, `lab up`, the generated
-site.yml: the session's ``deployed`` lab), then `clustersmith accept` over SSH with ansible-runner: fio on both
-clients at once and ib_write_bw on both rails run for real, NCCL is not applicable (no GPU) rather than
-passed, and the NVMe-oF paths and QoS layers agree with the plan. A second run cuts client-1's rail 0 during
-the verified mixed workload: it still ends with zero verify errors, and a paths check taken during the cut
-reports the degraded path. Two fault runs: one client's NVMe-oF path cut (its rail 1 NIC down) and one client's fio
-killed mid-run; each verdict names that client and is not a pass. Lab performance checks are informational: measured
-and shown, never judged.
+"""Acceptance end to end on the example lab (`clustersmith build examples/lab.yaml`, `lab up`, the generated site.yml:
+the session's ``deployed`` lab), then `clustersmith accept` over SSH with ansible-runner: fio on both clients at
+once and ib_write_bw on both rails run for real, NCCL is not applicable (no GPU) rather than passed, and the NVMe-oF
+paths and QoS layers agree with the plan. The throughput and mixed workloads run on CephFS (its hot directory, EC
+2+1) from both clients at once, the latency workload on each client's own NVMe-oF namespace behind its cache. A
+second run cuts client-1's rail 1 (its second NVMe-oF path; Ceph's public network is on rail 0) during the latency
+workload on its namespace and the verified mixed workload on CephFS: both end with zero errors, and a paths check
+taken during the cut reports the degraded path. Two fault runs: one client's NVMe-oF path cut (its rail 1 NIC down)
+and one client's fio killed mid-run; each verdict names that client and is not a pass. Lab performance checks are
+informational: measured and shown, never judged.
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ def test_accept_runs_fio_and_rdma_for_real(deployed: ExampleLab) -> None:
         assert (run / "ceph" / f"{name}.rc").read_text().strip() == "0", (run / "ceph" / f"{name}.err").read_text()
     clients = {h.name for h in bp.lab.hosts if h.role == "gpu_client"}  # type: ignore[union-attr]
     assert {p.stem for p in (run / "fio" / "seq_read").glob("*.json")} == clients
+    # the storage system measured on its shared mount, device latency on each client's own namespace's tier
+    for workload in bp.acceptance.workloads:
+        job = (run / ".jobs" / f"{workload.name}.fio").read_text()
+        assert f"directory={bp.acceptance.scratch_dir(workload.on).path}\n" in job, workload.name
     assert {d["where"].split()[0] for d in checks["rdma.write_bw"]["details"]} == {"rail0", "rail1"}
     # the compute fabric: client-1 against client-2 on each rail; the storage fabric: each client against the target
     target = next(h.name for h in bp.lab.hosts if h.role == "storage_target")  # type: ignore[union-attr]
@@ -90,23 +96,31 @@ def fio_running(lab: Lab, host: str) -> bool:
     return lab.ssh(host, "pgrep -x fio", timeout=60).returncode == 0
 
 
-def test_a_rail_cut_during_fio_leaves_zero_verify_errors_and_is_reported(deployed: ExampleLab) -> None:
+def test_a_rail_cut_during_fio_leaves_zero_errors_and_is_reported(deployed: ExampleLab) -> None:
     bp, folder = deployed.blueprint, deployed.folder
+    assert bp.storage.ceph is not None and bp.storage.ceph.network.client_rail == 0  # rail 1 carries NVMe-oF alone
+    on = {w.name: w.on for w in bp.acceptance.workloads}
+    assert (on["rand_read_4k"], on["mixed"]) == ("tier", "shared")
     outcome: dict[str, Any] = {}
-    run = threading.Thread(target=lambda: outcome.update(result=accept(folder, "--only",
-                                                                       "storage.mixed,nvmeof.paths")))
+    run = threading.Thread(target=lambda: outcome.update(result=accept(
+        folder, "--only", "storage.latency_p99,storage.mixed,nvmeof.paths")))
     run.start()
     try:
         deadline = time.monotonic() + 1800
         while not fio_running(deployed.lab, "client-1"):
             assert run.is_alive() and time.monotonic() < deadline, "fio never started on client-1"
             time.sleep(2)
-        deployed.lab.set_link("client-1", 0, up=False)  # held until the paths probe after fio has looked
+        deployed.lab.set_link("client-1", 1, up=False)  # held until the paths probe after fio has looked
         run.join(timeout=3600)
     finally:
-        deployed.lab.set_link("client-1", 0, up=True)
-    code, checks, _ = outcome["result"]
-    mixed, paths = checks["storage.mixed"], checks["nvmeof.paths"]
+        deployed.lab.set_link("client-1", 1, up=True)
+    code, checks, results = outcome["result"]
+    latency, mixed, paths = checks["storage.latency_p99"], checks["storage.mixed"], checks["nvmeof.paths"]
+    # the namespace's reads went on over rail 0: measured, no job error on either client
+    assert latency["status"] == "info" and latency["measured"] > 0, latency["message"]
+    for host in ("client-1", "client-2"):
+        report = json.loads((results / "fio" / "rand_read_4k" / f"{host}.json").read_text())
+        assert [job["error"] for job in report["jobs"]] == [0], (host, report["jobs"])
     assert mixed["status"] == "pass" and mixed["measured"] == 0, mixed["message"]
     assert paths["status"] == "fail", paths["message"]
     assert any(n.startswith("degraded: client-1") for n in paths["notes"]), paths["notes"]

@@ -245,6 +245,32 @@ def test_the_fio_files_fit_in_half_the_hot_tier_uncapped() -> None:
     assert all(w.size.value == fp.per_file for w in bp.acceptance.workloads)
 
 
+def test_a_ceph_design_measures_the_storage_system_on_its_shared_mount_and_latency_on_the_own_namespace() -> None:
+    bp = planned(spec())
+    assert bp.storage.ceph is not None and bp.storage.nvmeof is not None
+    on = {w.name: w.on for w in bp.acceptance.workloads}
+    assert on == {"seq_read": "shared", "seq_write": "shared", "rand_read_4k": "tier", "mixed": "shared"}
+    shared, tier = bp.acceptance.scratch_dir("shared"), bp.acceptance.scratch_dir("tier")
+    hot = next(p for p in bp.storage.ceph.pools if p.tier == "hot")
+    assert (shared.path, shared.mount) == (f"{bp.storage.ceph.mount.mount_point}{hot.directory}/.clustersmith-accept",
+                                           bp.storage.ceph.mount.mount_point)
+    assert hot.directory == "/hot" and shared.derived_from.rule == "acceptance.scratch_on_shared_fs"
+    assert tier.mount == bp.storage.cache.mount_point
+    latency = next(w for w in bp.acceptance.workloads if w.name == "rand_read_4k")
+    assert "own NVMe-oF namespace" in latency.purpose
+    # each node's latency files fit in half its namespace, and the formula says both caps
+    size = latency.size
+    assert bp.compute.gpus_per_node * size.value.value <= bp.storage.nvmeof.namespace_size.value.value / 2
+    assert "half the hot tier" in size.derived_from.formula and "half the node's" in size.derived_from.formula
+
+
+def test_without_a_shared_storage_system_every_workload_runs_on_the_tier() -> None:
+    bp = planned(spec(target={"provider": "aws", "region": "us-east-1"}, performance__storage__latency_p99="<2ms"))
+    assert bp.storage.ceph is None
+    assert {w.on for w in bp.acceptance.workloads} == {"tier"}
+    assert [a.fs for a in bp.acceptance.scratch] == ["tier"]
+
+
 def test_the_fio_files_shrink_to_half_the_hot_tier_on_a_large_fleet() -> None:
     bp = planned(spec(compute__gpus=100_000))
     fp = bp.acceptance.footprint
@@ -264,4 +290,6 @@ def test_a_hot_tier_too_small_for_the_fio_files_is_refused() -> None:
                      performance__storage__write_throughput=">=10GB/s"))
     problem = refused.value.problems[0]
     assert problem.path == "data.training_set"
-    assert "100000 scratch files" in problem.message and "32MiB" in problem.message
+    assert problem.message.startswith("acceptance writes one scratch file per GPU, each at least 32MiB")
+    assert "half the hot tier's" in problem.message and "/ 100000 files (one per GPU)" in problem.message
+    assert "expected a hot tier of at least" in problem.message

@@ -88,5 +88,4 @@ def test_storage_tiering_takes_the_cache_plan_and_the_scratch_mount() -> None:
     assert tiering.storage_tiering_read_ahead_kb == cache.read_ahead_kb.value
     assert tiering.storage_tiering_dirty_background_ratio == cache.dirty_background_ratio
     assert tiering.storage_tiering_dirty_ratio == cache.dirty_ratio
-    scratch = [a.mount for a in bp.acceptance.scratch if a.kind == "directory"]
-    assert tiering.storage_tiering_mount_point in scratch
+    assert tiering.storage_tiering_mount_point == bp.acceptance.scratch_dir("tier").mount

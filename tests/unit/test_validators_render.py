@@ -39,10 +39,9 @@ def test_plan_lists_every_check_with_threshold_and_provenance(built: tuple[objec
 
 def test_job_files_carry_the_planned_shape(built: tuple[object, Path]) -> None:
     bp, folder = built
-    scratch = bp.acceptance.scratch[0].path  # type: ignore[attr-defined]
     for w in bp.acceptance.workloads:  # type: ignore[attr-defined]
         text = (folder / "acceptance" / "fio" / f"{w.name}.fio").read_text()
-        assert f"directory={scratch}\n" in text
+        assert f"directory={bp.acceptance.scratch_dir(w.on).path}\n" in text  # type: ignore[attr-defined]
         assert f"numjobs={w.numjobs.value}\n" in text and f"iodepth={w.iodepth.value}\n" in text
         assert f"runtime={w.runtime_s.value}\n" in text and f"size={int(w.size.value.value)}\n" in text
         assert "direct=1\n" in text and "ioengine=libaio\n" in text

@@ -99,7 +99,7 @@ def test_the_plan_scratch_must_be_on_its_mount_before_anything_is_written(out: P
     assert r.returncode == 2, r.stdout + r.stderr
     assert "in /mnt/clustersmith/.clustersmith-accept (plan scratch on /mnt/clustersmith)" in r.stdout
     got = latest_report(out)["storage.latency_p99"]
-    assert "tiered file system is mounted" in str(got["message"])
+    assert "file system is mounted where the plan says" in str(got["message"])
     assert not Path("/mnt/clustersmith/.clustersmith-accept").exists()
 
 
@@ -383,7 +383,7 @@ def test_accept_and_build_render_one_job_file_and_a_device_target_gets_regions_n
     bp = load_blueprint(out)
     for w in bp.acceptance.workloads:
         built = (out / "acceptance" / "fio" / f"{w.name}.fio").read_text()
-        assert fio_job(bp, w, FioTarget(kind="directory", path=bp.acceptance.scratch[0].path)) == built
+        assert fio_job(bp, w, FioTarget(kind="directory", path=bp.acceptance.scratch_dir(w.on).path)) == built
     w = bp.acceptance.workloads[0]
     device = fio_job(bp, w, FioTarget(kind="device", path="/dev/nvme1n1"))
     assert "filename=/dev/nvme1n1\n" in device and f"offset_increment={int(w.size.value.value)}\n" in device

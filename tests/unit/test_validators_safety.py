@@ -11,7 +11,7 @@ from blueprints.errors import ClusterSmithError
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from validators.evaluate import select
-from validators.safety import plan_writes
+from validators.safety import WriteArea, plan_writes
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = ["client-1", "client-2"]
@@ -22,12 +22,40 @@ def bp() -> Blueprint:
     return plan(load_requirements(REPO / "examples" / "lab.yaml"))
 
 
-def test_default_writes_only_the_plans_scratch_files(bp: Blueprint) -> None:
+def test_default_writes_only_the_plans_scratch_files_each_workload_on_its_file_system(bp: Blueprint) -> None:
     w = plan_writes(bp, select(bp), None, False, HOSTS)
-    scratch = bp.acceptance.scratch[0]
-    assert (w.kind, w.path, w.mount, w.destructive) == ("scratch_dir", scratch.path, scratch.mount, False)
-    assert f"in {scratch.path} (plan scratch on {scratch.mount}) on client-1, client-2" in w.summary
+    shared, tier = bp.acceptance.scratch_dir("shared"), bp.acceptance.scratch_dir("tier")
+    assert (w.kind, w.destructive) == ("scratch_dir", False)
+    assert w.scratch == {"shared": WriteArea(path=shared.path, mount=shared.mount),
+                         "tier": WriteArea(path=tier.path, mount=tier.mount)}
+    workloads = {x.name: x for x in bp.acceptance.workloads}
+    assert w.area(workloads["seq_read"]).path == "/mnt/cephfs/hot/.clustersmith-accept"
+    assert w.area(workloads["rand_read_4k"]).path == "/mnt/clustersmith/.clustersmith-accept"
+    assert (f"in {shared.path} (plan scratch on {shared.mount}); {tier.path} (plan scratch on {tier.mount}) on "
+            "client-1, client-2") in w.summary
     assert "removes them afterwards" in w.summary
+    assert [a.path for a in w.areas()] == [shared.path, tier.path]  # what the cleanup play removes files in
+
+
+def test_only_the_file_systems_the_selected_workloads_use_are_written(bp: Blueprint) -> None:
+    w = plan_writes(bp, select(bp, ["storage.latency_p99"]), None, False, HOSTS)
+    assert list(w.scratch) == ["tier"]
+
+
+def test_a_target_naming_one_scratch_directory_takes_every_workload_there(bp: Blueprint) -> None:
+    tier = bp.acceptance.scratch_dir("tier")
+    w = plan_writes(bp, select(bp), tier.path, False, HOSTS)
+    assert (w.kind, w.destructive) == ("scratch_dir", False)
+    assert {a.path for a in w.scratch.values()} == {tier.path}
+
+
+def test_a_blueprint_without_the_workloads_scratch_directory_is_refused_by_name(bp: Blueprint) -> None:
+    only_tier = bp.acceptance.model_copy(update={"scratch": (bp.acceptance.scratch_dir("tier"),)})
+    with pytest.raises(ClusterSmithError) as err:
+        plan_writes(bp.model_copy(update={"acceptance": only_tier}), select(bp), None, False, HOSTS)
+    problem = err.value.problems[0]
+    assert problem.path == "acceptance.scratch"
+    assert problem.message.startswith("the Blueprint names no scratch directory on the shared file system")
 
 
 def test_read_only_checks_write_nothing(bp: Blueprint) -> None:

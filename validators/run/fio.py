@@ -20,14 +20,14 @@ from validators.run.plumbing import Session
 from validators.safety import WritePlan
 
 
-def target(write: WritePlan) -> FioTarget:
-    return FioTarget(kind="device" if write.kind == "device" else "directory", path=write.path)
+def target(write: WritePlan, workload: FioWorkload) -> FioTarget:
+    return FioTarget(kind="device" if write.kind == "device" else "directory", path=write.area(workload).path)
 
 
 def job_file(session: Session, workload: FioWorkload, write: WritePlan) -> Path:
     path = session.results / ".jobs" / f"{workload.name}.fio"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(fio_job(session.bp, workload, target(write)), encoding="utf-8")
+    path.write_text(fio_job(session.bp, workload, target(write, workload)), encoding="utf-8")
     return path
 
 
@@ -57,6 +57,7 @@ def cut_short(dest: Path, host: str) -> str | None:
 def run(session: Session, workload: FioWorkload, checks: list[Check], write: WritePlan) -> None:
     clients = session.inventory.group("gpu_clients")
     job = job_file(session, workload, write)
+    area = write.area(workload)
     timeout = workload.runtime_s.value + workload.ramp_s + 60 + workload.size.value.value * \
         workload.numjobs.value / 2e6
     dest = session.results / "fio" / workload.name
@@ -64,7 +65,7 @@ def run(session: Session, workload: FioWorkload, checks: list[Check], write: Wri
     started = time.time()
     outcomes = session.play(f"fio-{workload.name}", "fio.yml", clients, {
         "accept_workload": workload.name, "accept_job_file": str(job), "accept_fio_results": str(dest),
-        "accept_target_kind": write.kind, "accept_target": write.path, "accept_mount": write.mount or "",
+        "accept_target_kind": write.kind, "accept_target": area.path, "accept_mount": area.mount or "",
         "accept_scratch_nqns": list(write.scratch_nqns), "accept_timeout": int(timeout * session.scale),
     }, timeout)
     ended = time.time()
@@ -85,5 +86,5 @@ def run(session: Session, workload: FioWorkload, checks: list[Check], write: Wri
 
 def cleanup(session: Session, write: WritePlan) -> None:
     if write.kind in ("scratch_dir", "directory"):
-        session.play("cleanup", "cleanup.yml", session.inventory.group("gpu_clients"), {"accept_target": write.path},
-                     120)
+        session.play("cleanup", "cleanup.yml", session.inventory.group("gpu_clients"),
+                     {"accept_targets": [a.path for a in write.areas()]}, 120)
