@@ -75,8 +75,8 @@ def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
     plan = bp.storage.nvmeof
     if plan is None:
         return {}
-    # Who attaches a subsystem is named by group, not host by host: every GPU node attaches every subsystem today,
-    # and a list per subsystem would be subsystems x hosts entries (1,000 x 12,500 at 100,000 GPUs).
+    # One subsystem per owning host: both lists grow with the GPU nodes (12,500 at 100,000 GPUs), so neither is
+    # validated a second time, and the role filters them once per host (vars/main.yml).
     subsystems = tuple(SubsystemVars.model_construct(nqn=s.nqn, tier=s.tier, target_host=s.served_by, owner=s.owner,
                                                      uuid=s.uuid, volume=s.volume)
                        for s in plan.subsystems)  # the Blueprint's values, unvalidated again: 12,500 at 100k GPUs
