@@ -19,6 +19,7 @@ import itertools
 import json
 import subprocess
 import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -84,11 +85,32 @@ log_avg_msec={log_ms}
 """
 
 
-def verified_write_through_a_cut(deployed: ExampleLab, cut_s: float, heal_s: float, name: str) -> tuple[int, float]:
+@dataclass(frozen=True)
+class FailoverBound:
+    """The longest the kernel holds I/O on a dead path: ``nvme_core.io_timeout`` (read from the host) plus the
+    Blueprint's keep_alive_tmo."""
+
+    io_timeout: int
+    keep_alive_tmo: float
+
+    @property
+    def seconds(self) -> float:
+        return self.io_timeout + self.keep_alive_tmo
+
+
+def failover_bound(deployed: ExampleLab) -> FailoverBound:
+    plan = deployed.blueprint.storage.nvmeof
+    assert plan is not None
+    io_timeout = int(ssh_out(deployed.lab, "client-1", "cat /sys/module/nvme_core/parameters/io_timeout"))
+    return FailoverBound(io_timeout, plan.keep_alive_tmo.value)
+
+
+def verified_write_through_a_cut(deployed: ExampleLab, bound: FailoverBound, cut_s: float, name: str,
+                                 label: str) -> None:
     """fio randwrite with verify=crc32c on a file of client-1's tiered file system (its dm-cache origin is the
-    namespace client-1 owns, writethrough) while rail 0 is down for ``cut_s``; fio must finish with zero errors and
-    both paths must be live again within ``heal_s`` plus slack. Returns the longest I/O pause (ms) and how long the
-    link was down (s)."""
+    namespace client-1 owns, writethrough) while rail 0 is down for ``cut_s``: fio finishes with zero errors, I/O
+    pauses for less than ``bound``, and both paths are live again after a few reconnect_delay periods. The pause
+    and the cut go to the "lab timings" summary under ``label``."""
     lab = deployed.lab
     plan = deployed.blueprint.storage.nvmeof
     assert plan is not None
@@ -102,6 +124,8 @@ def verified_write_through_a_cut(deployed: ExampleLab, cut_s: float, heal_s: flo
     tiering = deployed.blueprint.storage.cache
     assert heads[0] in pvs, f"the tier is not on client-1's own namespace {heads[0]}: pvs {pvs}"
     scratch = f"{tiering.mount_point}/.clustersmith-{name}.bin"
+    # after the link returns the path reconnects within a few reconnect_delay periods (Blueprint)
+    heal_s = 3 * plan.reconnect_delay.value + plan.keep_alive_tmo.value
     runtime = CUT_AFTER_S + cut_s + heal_s
     job = FIO_JOB.format(file=scratch, runtime=int(runtime), log_ms=IOPS_LOG_MS, name=name)
     ssh_out(lab, "client-1", f"rm -f /root/{name}* {scratch}; cat > /root/{name}.fio <<'EOF'\n{job}EOF")
@@ -130,6 +154,11 @@ def verified_write_through_a_cut(deployed: ExampleLab, cut_s: float, heal_s: flo
     assert job_result["error"] == 0, f"fio error {job_result['error']}"
     assert job_result["write"]["io_bytes"] > 0 and job_result["read"]["io_bytes"] > 0, "no writes or no verify reads"
     pause_ms = longest_pause_ms(ssh_out(lab, "client-1", f"cat /root/{name}_iops.1.log"))
+    TIMINGS[f"{label}: longest I/O pause (s)"] = pause_ms / 1000
+    TIMINGS[f"{label}: link down for (s)"] = cut_for
+    assert pause_ms < (bound.seconds + MARGIN_S / 2) * 1000, (
+        f"I/O stopped for {pause_ms} ms with rail 0 down for {cut_for:.0f} s: it did not go on within "
+        f"nvme_core.io_timeout {bound.io_timeout} s + keep_alive_tmo {bound.keep_alive_tmo:g} s")
     deadline = time.monotonic() + heal_s + 120
     while True:
         sub, _ = multipath_state(lab, "client-1", nqn)
@@ -137,35 +166,13 @@ def verified_write_through_a_cut(deployed: ExampleLab, cut_s: float, heal_s: flo
             break
         time.sleep(3)
     assert [p.state for p in sub.paths] == ["live"] * plan.paths_per_subsystem.value, sub.paths
-    return pause_ms, cut_for
-
-
-def failover_bound_s(deployed: ExampleLab) -> tuple[int, float]:
-    """nvme_core.io_timeout read from client-1, and the longest the kernel holds I/O on a dead path: that timeout
-    plus the Blueprint's keep_alive_tmo."""
-    plan = deployed.blueprint.storage.nvmeof
-    assert plan is not None
-    io_timeout = int(ssh_out(deployed.lab, "client-1", "cat /sys/module/nvme_core/parameters/io_timeout"))
-    return io_timeout, io_timeout + plan.keep_alive_tmo.value
-
-
-def heal_bound_s(deployed: ExampleLab) -> float:
-    """After the link returns the path reconnects within a few reconnect_delay periods (Blueprint)."""
-    plan = deployed.blueprint.storage.nvmeof
-    assert plan is not None
-    return 3 * plan.reconnect_delay.value + plan.keep_alive_tmo.value
 
 
 def test_fio_verify_survives_a_rail_cut(deployed: ExampleLab) -> None:
     """After `clustersmith build examples/lab.yaml`, `lab up` and the generated site.yml (``deployed``): a cut
-    longer than the I/O timeout; I/O goes on over rail 1 while rail 0 is still down."""
-    io_timeout, failover_s = failover_bound_s(deployed)
-    pause_ms, cut_for = verified_write_through_a_cut(deployed, failover_s + MARGIN_S, heal_bound_s(deployed), "railcut")
-    TIMINGS["rail cut: longest I/O pause (s)"] = pause_ms / 1000
-    TIMINGS["rail cut: link down for (s)"] = cut_for
-    assert pause_ms < (failover_s + MARGIN_S / 2) * 1000, (
-        f"I/O stopped for {pause_ms} ms with rail 0 down for {cut_for:.0f} s: it did not go on over rail 1 within "
-        f"nvme_core.io_timeout {io_timeout} s + keep_alive_tmo {failover_s - io_timeout:g} s")
+    longer than the failover bound; I/O goes on over rail 1 while rail 0 is still down."""
+    bound = failover_bound(deployed)
+    verified_write_through_a_cut(deployed, bound, bound.seconds + MARGIN_S, "railcut", "rail cut")
 
 
 def test_fio_verify_survives_a_short_flap(deployed: ExampleLab) -> None:
@@ -174,11 +181,5 @@ def test_fio_verify_survives_a_short_flap(deployed: ExampleLab) -> None:
     and both paths are live again. Measured here: the bookworm kernel (6.1) only fails over I/O lost on the flapped
     path when keep-alive or nvme_core.io_timeout fires (14 s pause for a 20 s flap, about io_timeout for a 5 s one);
     the backports kernel (6.12) flushes the QP at link down and fails over in about 2 s."""
-    io_timeout, failover_s = failover_bound_s(deployed)
-    cut_s = max(io_timeout - 10, 5)
-    pause_ms, cut_for = verified_write_through_a_cut(deployed, cut_s, heal_bound_s(deployed), "flap")
-    TIMINGS["short flap: longest I/O pause (s)"] = pause_ms / 1000
-    TIMINGS["short flap: link down for (s)"] = cut_for
-    assert pause_ms < (failover_s + MARGIN_S / 2) * 1000, (
-        f"I/O stopped for {pause_ms} ms after rail 0 flapped for {cut_for:.0f} s: more than nvme_core.io_timeout "
-        f"{io_timeout} s + keep_alive_tmo {failover_s - io_timeout:g} s")
+    bound = failover_bound(deployed)
+    verified_write_through_a_cut(deployed, bound, max(bound.io_timeout - 10, 5), "flap", "short flap")
