@@ -10,16 +10,19 @@ from blueprints.signals import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, in
 
 
 def main() -> None:
-    install()
+    # One try around all of it: a signal is handled at the first bytecode after it arrives, which may be the last
+    # line of install() itself or the gap between the import and the command's own handlers (blueprints.commands.run).
     try:
+        install()
         from blueprints.cli import main as cli_main
+
+        cli_main()
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(EXIT_INTERRUPTED)
     except Terminated:
         sys.stderr.write("terminated\n")
         sys.exit(EXIT_TERMINATED)
-    cli_main()
 
 
 if __name__ == "__main__":

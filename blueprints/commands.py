@@ -92,8 +92,8 @@ def run(group: click.Group, prog_name: str | None = None) -> None:
     traceback. SIGTERM is handled for the call (and the caller's handler put back afterwards)."""
     err = Console(stderr=True, soft_wrap=True)
     previous = signal.getsignal(signal.SIGTERM)
-    install()
     try:
+        install()  # inside the try: a SIGTERM already pending is raised as soon as the handler is in place
         group.main(prog_name=prog_name, standalone_mode=False)
     except ClusterSmithError as exc:
         err.print("[red]error[/]: ", end="")
