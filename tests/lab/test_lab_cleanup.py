@@ -30,15 +30,19 @@ def test_interrupted_up_cleans_up(tmp_path: Path, sig: signal.Signals) -> None:
     require_lab_tools()
     workdir = tmp_path / "out" / "interrupted"
     plan_file = one_host_plan(tmp_path / "plan.yaml")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "stacks.lab", "up", str(workdir), "--plan-file", str(plan_file)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        # a shell without job control starts background jobs with SIGINT ignored; undo that here
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
-    # A cold image build happens here when this test runs first (a fresh machine's CI, or alone): 16 min on this
-    # 2-core machine with the unit tier running beside it (2026-12-02, 14:39 to 14:55), past the 900 s this
-    # deadline was; it bounds only how long `up` may take to start a VM, so it leaves room for a slow build.
+    log = tmp_path / "up.log"
+    # `up`'s output goes to a file, not a pipe: nothing reads a pipe while this test polls, and a cold image build
+    # prints more than a pipe holds (64 KiB), which blocked `up` in write() until the deadline (seen in CI,
+    # 2026-12-03: `up` asleep in anon_pipe_write for 37 min beside its finished debootstrap).
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "stacks.lab", "up", str(workdir), "--plan-file", str(plan_file)],
+            stdout=out, stderr=subprocess.STDOUT, text=True,
+            # a shell without job control starts background jobs with SIGINT ignored; undo that here
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
+    # A cold image build happens here when this test runs first (a fresh machine's CI, or alone): about 16 min on
+    # this 2-core machine with other work beside it; the deadline bounds only how long `up` may take to start a VM.
     deadline = time.monotonic() + 2400
     saved = None
     while time.monotonic() < deadline and proc.poll() is None:
@@ -46,11 +50,14 @@ def test_interrupted_up_cleans_up(tmp_path: Path, sig: signal.Signals) -> None:
         if saved is not None and saved.hosts[0].pidfile.exists():
             break
         time.sleep(0.2)
-    assert saved is not None and proc.poll() is None, f"up never started a VM: {proc.communicate()[0]}"
+    if saved is None or proc.poll() is not None:
+        proc.kill()
+        proc.wait(timeout=60)
+        pytest.fail(f"up never started a VM (exit {proc.returncode}): {log.read_text()[-3000:]}")
     time.sleep(1)
     proc.send_signal(sig)
-    output, _ = proc.communicate(timeout=60)
-    assert proc.returncode != 0, output
+    proc.wait(timeout=60)
+    assert proc.returncode != 0, log.read_text()[-3000:]
     assert state.load(workdir) is None, "the state file survived the interrupt"
     assert not saved.runtime_dir.exists(), "sockets and pidfiles survived the interrupt"
     leftovers = subprocess.run(["pgrep", "-f", str(saved.runtime_dir)], capture_output=True, text=True)
