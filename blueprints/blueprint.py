@@ -15,6 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from blueprints import yamltext
 from blueprints.errors import ClusterSmithError, Problem
 from blueprints.hosts import HostGroup, HostRole, names_by_role
 from blueprints.lab_plan import LabPlan
@@ -798,8 +799,9 @@ class Blueprint(_Frozen):
 
 
 def dump_blueprint(bp: Blueprint) -> str:
+    """blueprint.yaml's text (libyaml's layout; its per-node lists written by blueprints.yamltext)."""
     data = bp.model_dump(mode="json", by_alias=True)
-    return yaml.safe_dump(data, sort_keys=False, width=110, allow_unicode=True)
+    return yamltext.dump(data, width=110, allow_unicode=True)
 
 
 def load_blueprint(path: Path) -> Blueprint:
