@@ -15,6 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from blueprints import yamltext
 from blueprints.errors import ClusterSmithError, Problem
 from blueprints.hosts import HostGroup, HostRole, names_by_role
 from blueprints.lab_plan import LabPlan
@@ -484,6 +485,22 @@ class ScrapeJob(_Frozen):
         return list(self.hosts) if self.hosts else roles.get(self.role, [])
 
 
+class ScrapeTargets(_Frozen):
+    """The hosts one scrape job reaches under one role: what one file_sd target file lists
+    (``Blueprint.scrape_targets``). Every target carries the labels ``role`` and ``exporter``, and its host name as
+    ``instance``."""
+
+    job: str
+    role: HostRole
+    exporter: str
+    port: int
+    hosts: tuple[str, ...] = Field(description="Host names, each scraped at <host>:<port>")
+
+    @property
+    def addresses(self) -> list[str]:
+        return [f"{host}:{self.port}" for host in self.hosts]
+
+
 RuleGroup = Literal["storage", "fabric", "gpu", "serving", "ceph", "baseline"]
 
 
@@ -737,6 +754,21 @@ class Blueprint(_Frozen):
         """Host names per role, in the Blueprint's order (a host may serve several roles)."""
         return names_by_role(self.hosts)
 
+    def scrape_targets(self) -> list[ScrapeTargets]:
+        """What Prometheus scrapes, per job and role, in the plan's order: a host once per job, under the first of
+        its roles the job lists (the lab's storage-1 is a storage target and the monitoring host: one node target)."""
+        roles = self.hosts_by_role()
+        seen: dict[str, set[str]] = {}
+        found: list[ScrapeTargets] = []
+        for job in self.monitoring.scrape:
+            done = seen.setdefault(job.name, set())
+            hosts = tuple(h for h in job.scraped(roles) if h not in done)
+            done.update(hosts)
+            if hosts:
+                found.append(ScrapeTargets(job=job.name, role=job.role, exporter=job.exporter, port=job.port,
+                                           hosts=hosts))
+        return found
+
     def nvmeof_allowed_hosts(self, subsystem: NvmeofSubsystem) -> list[str]:
         """The hosts a subsystem's target lets in: its owner, nothing else."""
         return [subsystem.owner]
@@ -767,8 +799,9 @@ class Blueprint(_Frozen):
 
 
 def dump_blueprint(bp: Blueprint) -> str:
+    """blueprint.yaml's text (libyaml's layout; its per-node lists written by blueprints.yamltext)."""
     data = bp.model_dump(mode="json", by_alias=True)
-    return yaml.safe_dump(data, sort_keys=False, width=110, allow_unicode=True)
+    return yamltext.dump(data, width=110, allow_unicode=True)
 
 
 def load_blueprint(path: Path) -> Blueprint:

@@ -1,7 +1,7 @@
 """Variables of the ``monitoring`` role: exporters on every host, Prometheus and Alertmanager on the monitoring hosts.
 
 Ports, the exporter's refresh interval and the latency histogram's bounds come from the Blueprint's
-monitoring plan; the role installs the rule files, ``prometheus.yml``, ``alertmanager.yml`` and the
+monitoring plan; the role installs the rule files, ``prometheus.yml`` and its target files, ``alertmanager.yml`` and the
 dashboards that ``clustersmith build`` wrote to ``out/<name>/monitoring/``.
 """
 
@@ -45,7 +45,7 @@ class MonitoringVars(RoleVars):
     monitoring_servers: list[str] = Field(
         description="Hosts that run Prometheus and Alertmanager (the Blueprint's monitoring host group)")
     monitoring_scrape_hosts: list[str] = Field(
-        description="Every host prometheus.yml scrapes; each must be in the play, to resolve its address")
+        description="Every host the scrape target files list; each must be in the play, to resolve its address")
     monitoring_plain_http_jobs: list[str] = Field(
         default=[],
         description="Scrape jobs over plain HTTP without auth, for exporters that offer neither (Ceph Pacific's mgr "

@@ -158,6 +158,7 @@ LAYERS = (
     ("blueprints.errors", "blueprints.units", "blueprints.hosts", "blueprints.lab_plan", "blueprints.catalog",
      "blueprints.signals",  # SIGINT/SIGTERM exit codes: the standard library only, installed before anything
      "blueprints.textsafe",  # escaping user text for the generated files' formats
+     "blueprints.yamltext",  # YAML text of large documents, libyaml's layout
      "blueprints.traced",  # a planned value with its derived_from, for the Blueprint and the lab plan alike
      "blueprints.commands"),  # the command registry: it finds stacks' and validators' commands by entry point
     ("blueprints.spec", "blueprints.blueprint"),

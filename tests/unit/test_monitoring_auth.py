@@ -201,6 +201,7 @@ def test_prometheus_yml_with_its_password_and_ca_files_passes_promtool(example: 
     checked = subprocess.run([promtool, "check", "config", "prometheus.yml"], cwd=config.parent, capture_output=True,
                              text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "WARNING" not in checked.stdout + checked.stderr  # the target files beside it, as the role installs them
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> None:
@@ -214,12 +215,12 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> Non
 
 
 def test_debian_prometheus_scrapes_itself_and_node_exporter_over_tls(tmp_path: Path) -> None:
-    """Prometheus 2.42 (Go's TLS client, as on the hosts) with the scrape block prometheus.yml renders (the lab
-    Blueprint's client_auth, its two paths moved under tmp_path) against node_exporter and itself, both serving
-    the role's web config: every target up."""
+    """Prometheus 2.42 (Go's TLS client, as on the hosts) with the node and prometheus jobs of the lab's rendered
+    prometheus.yml (its client_auth with the two paths moved under tmp_path, its file_sd target files with this
+    machine's listeners in place of the lab's hosts) against node_exporter and itself, both serving the role's web
+    config: every target up, labelled as the rules read it (instance: the host name, role, exporter)."""
     prometheus = require_tool("prometheus", "prometheus")
     exporter = require_tool("prometheus-node-exporter", "prometheus-node-exporter")
-    from blueprints.render.monitoring import client_auth
 
     _, account = _secrets(tmp_path)
     host = tmp_path / "host"
@@ -231,13 +232,24 @@ def test_debian_prometheus_scrapes_itself_and_node_exporter_over_tls(tmp_path: P
     web = tmp_path / "web.yml"
     web.write_text(_web_config(host, account))
     (tmp_path / "password").write_text(account["password"])
-    auth = client_auth(blueprint(next(e for e in EXAMPLES if e.stem == "lab")))
-    auth["basic_auth"]["password_file"] = str(tmp_path / "password")  # edit: the host paths, under tmp_path
-    auth["tls_config"]["ca_file"] = str(host / "ca.crt")
+    build = tmp_path / "build"
+    render(blueprint(next(e for e in EXAMPLES if e.stem == "lab")), build)
+    rendered = yaml.safe_load((build / "monitoring" / "prometheus.yml").read_text())
     node, self_port = _free_port(), _free_port()
-    config = {"global": {"scrape_interval": "1s"}, "scrape_configs": [
-        {"job_name": "node", **auth, "static_configs": [{"targets": [f"localhost:{node}"]}]},
-        {"job_name": "prometheus", **auth, "static_configs": [{"targets": [f"localhost:{self_port}"]}]}]}
+    ports = {"node": node, "prometheus": self_port}
+    jobs = [j for j in rendered["scrape_configs"] if j["job_name"] in ports]
+    labels = {}
+    for job in jobs:
+        job["basic_auth"]["password_file"] = str(tmp_path / "password")  # edit: the host paths, under tmp_path
+        job["tls_config"]["ca_file"] = str(host / "ca.crt")
+        first = job["file_sd_configs"][0]["files"][0]  # one target per job: both listen on this machine
+        job["file_sd_configs"][0]["files"] = [first]
+        (group,) = json.loads((build / "monitoring" / first).read_text())
+        labels[job["job_name"]] = {**group["labels"], "job": job["job_name"], "instance": "localhost"}
+        group["targets"] = [f"localhost:{ports[job['job_name']]}"]
+        (tmp_path / first).parent.mkdir(exist_ok=True)
+        (tmp_path / first).write_text(json.dumps([group]))
+    config = {"global": {"scrape_interval": "1s"}, "scrape_configs": jobs}
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
     procs = [subprocess.Popen([exporter, f"--web.listen-address=127.0.0.1:{node}", f"--web.config.file={web}",
                                "--collector.disable-defaults", "--collector.loadavg"],
@@ -263,6 +275,8 @@ def test_debian_prometheus_scrapes_itself_and_node_exporter_over_tls(tmp_path: P
             time.sleep(1)
         assert health == {f"https://localhost:{node}/metrics": ("up", ""),
                           f"https://localhost:{self_port}/metrics": ("up", "")}
+        assert sorted((t["labels"] for t in targets), key=lambda t: t["job"]) == [labels["node"], labels["prometheus"]]
+        assert labels["node"]["role"] == "gpu_client" and labels["node"]["exporter"] == "node_exporter"
         assert _get(f"https://localhost:{self_port}/api/v1/query?query=up", host / "ca.crt", None) == 401
     finally:
         for proc in procs:

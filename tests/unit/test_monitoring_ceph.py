@@ -33,7 +33,7 @@ import yaml
 
 from blueprints.blueprint import Blueprint, Check
 from blueprints.planner.monitoring_ceph import CEPH_MGR_PROMETHEUS
-from blueprints.render.monitoring import prometheus_config
+from blueprints.render.monitoring import prometheus_config, target_files
 from blueprints.render.monitoring_dashboards import dashboards
 from tests.promtool.support import REPO, blueprint, require_tool
 from validators.checks.monitoring import targets_up
@@ -58,7 +58,11 @@ def test_every_planned_manager_is_a_target_at_9283_over_plain_http(example: Path
     assert len(managers) == bp.storage.ceph.daemons.managers.value
     job = _ceph_job(bp)
     assert job["scheme"] == "http" and "basic_auth" not in job  # Pacific's module has neither TLS nor auth
-    assert [s["targets"] for s in job["static_configs"]] == [[f"{h}:{CEPH_MGR_PROMETHEUS}"] for h in managers]
+    (files,) = job["file_sd_configs"]
+    assert files == {"files": ["targets/ceph-storage_target.json"]}
+    (group,) = json.loads(target_files(bp.scrape_targets())["targets/ceph-storage_target.json"])
+    assert group == {"labels": {"role": "storage_target", "exporter": "ceph-mgr"},
+                     "targets": [f"{h}:{CEPH_MGR_PROMETHEUS}" for h in managers]}
     assert CEPH_MGR_PROMETHEUS == 9283  # the module's server_port default (module.py DEFAULT_PORT)
     (planned,) = [j for j in bp.monitoring.scrape if j.exporter == "ceph-mgr"]
     assert "HTTP 200 and an empty body" in planned.note
@@ -139,15 +143,16 @@ def _free_port() -> int:
 
 @pytest.fixture
 def managers(request: pytest.FixtureRequest) -> Iterator[list[int]]:
-    """Three module endpoints on loopback: the first answers as the active manager did, the others as standbys (the
-    last with the HTTP status the test names: 200 as Pacific's standby, 500 as a manager whose /metrics fails)."""
+    """Three module endpoints on loopback, one address each (127.0.0.1-3, so each target has its own instance): the
+    first answers as the active manager did, the others as standbys (the last with the HTTP status the test names:
+    200 as Pacific's standby, 500 as a manager whose /metrics fails). Yields their host:port addresses."""
     servers = []
-    for body, status in ((ACTIVE_ANSWER, 200), (b"", 200), (b"", request.param)):
+    for n, (body, status) in enumerate(((ACTIVE_ANSWER, 200), (b"", 200), (b"", request.param)), start=1):
         handler = type("Manager", (_Manager,), {"body": body, "status": status})
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server = http.server.ThreadingHTTPServer((f"127.0.0.{n}", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
-    yield [int(s.server_address[1]) for s in servers]
+    yield [f"{s.server_address[0]}:{s.server_address[1]}" for s in servers]
     for s in servers:
         s.shutdown()
         s.server_close()
@@ -160,17 +165,19 @@ def _get(port: int, path: str) -> str:
 
 @pytest.mark.parametrize(("managers", "up"), [(200, 1.0), (500, 2 / 3)], indirect=["managers"],
                          ids=["standbys-answer-empty-200", "a-failing-manager-is-down"])
-def test_standby_managers_count_up_so_targets_up_holds_on_three_managers(managers: list[int], up: float,
+def test_standby_managers_count_up_so_targets_up_holds_on_three_managers(managers: list[str], up: float,
                                                                         tmp_path: Path) -> None:
+    """The rendered ceph job (its file_sd target file with these three endpoints in place of the planned managers)."""
     prometheus = require_tool("prometheus", "prometheus")
     bp = blueprint(BAREMETAL)
     assert bp.storage.ceph is not None
     job = _ceph_job(bp)
-    three = job["static_configs"][:3]  # a design with 3 managers: the planned job's first three targets
-    assert len(three) == 3
-    local = [{**s, "targets": [f"127.0.0.1:{port}"]} for s, port in zip(three, managers, strict=True)]
-    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-              "scrape_configs": [{**job, "static_configs": local}]}
+    (name,) = job["file_sd_configs"][0]["files"]
+    (group,) = json.loads(target_files(bp.scrape_targets())[name])
+    assert len(group["targets"]) >= 3  # a design with 3 managers: three endpoints stand in for the planned ones
+    (tmp_path / name).parent.mkdir()
+    (tmp_path / name).write_text(json.dumps([{**group, "targets": managers}]))
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": [job]}
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
     web = _free_port()
     server = subprocess.Popen(
@@ -198,7 +205,8 @@ def test_standby_managers_count_up_so_targets_up_holds_on_three_managers(manager
     check = next(c for c in bp.acceptance.checks if c.id == "monitoring.targets_up")
     measured = targets_up(check, Results(tmp_path), Planned.of(bp))
     assert measured.value == pytest.approx(up), measured
-    assert {d.where for d in measured.details} == {f"ceph {s['labels']['instance']}" for s in three}
+    # instance is each target's host (the address without its port), as prometheus.yml's relabelling makes it
+    assert {d.where for d in measured.details} == {"ceph 127.0.0.1", "ceph 127.0.0.2", "ceph 127.0.0.3"}
     assert [s.value for s in count] == [1.0]  # one manager (the active) serves the Ceph series
 
 

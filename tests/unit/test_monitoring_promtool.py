@@ -36,6 +36,21 @@ def test_rules_and_config_pass_promtool_check(example: Path, tmp_path: Path) -> 
     assert checked.returncode == 0, checked.stdout + checked.stderr
     config = _run([promtool, "check", "config", "prometheus.yml"], out)
     assert config.returncode == 0, config.stdout + config.stderr
+    assert "WARNING" not in config.stdout + config.stderr  # every target file prometheus.yml names is there
+
+
+def test_promtool_reads_the_target_files_so_a_missing_or_broken_one_shows(tmp_path: Path) -> None:
+    """promtool check config reads each file_sd target file (relative to prometheus.yml): one missing is a warning,
+    one that is not a target group list an error. The monitoring role fails on either."""
+    promtool = require_tool("promtool", "prometheus")
+    out = _rendered(next(e for e in EXAMPLES if e.stem == "lab"), tmp_path)
+    (out / "targets" / "node-gpu_client.json").unlink()
+    missing = _run([promtool, "check", "config", "prometheus.yml"], out)
+    assert 'WARNING: file "targets/node-gpu_client.json" for file_sd in scrape job "node" does not exist' in \
+        missing.stdout, missing.stdout + missing.stderr
+    (out / "targets" / "node-gpu_client.json").write_text('[{"labels": {"role": 1}, "targets": ["client-1:9100"]}]')
+    broken = _run([promtool, "check", "config", "prometheus.yml"], out)
+    assert broken.returncode != 0 and "targets/node-gpu_client.json" in broken.stdout + broken.stderr
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)

@@ -29,19 +29,60 @@ def _rules(out: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_every_host_is_scraped_once_per_job_with_its_role(example: Path, tmp_path: Path) -> None:
+    """Each job reads its targets from file_sd target files, one per role, that name every host the job scrapes once,
+    with the role's and exporter's labels; the instance label is the host name (the address without its port)."""
     bp = blueprint(example)
-    config = yaml.safe_load((_out(example, tmp_path) / "prometheus.yml").read_text())
+    out = _out(example, tmp_path)
+    config = yaml.safe_load((out / "prometheus.yml").read_text())
     roles = bp.hosts_by_role()
+    named = []
     for job in {j.name for j in bp.monitoring.scrape}:
-        static = next(c for c in config["scrape_configs"] if c["job_name"] == job)["static_configs"]
-        instances = [s["labels"]["instance"] for s in static]
+        block = next(c for c in config["scrape_configs"] if c["job_name"] == job)
+        assert "static_configs" not in block
+        assert block["relabel_configs"] == [{"source_labels": ["__address__"], "regex": "(.+):[0-9]+",
+                                             "target_label": "instance", "replacement": "$1"}]
+        (sd,) = block["file_sd_configs"]
+        named += sd["files"]
+        instances = []
+        for name in sd["files"]:
+            (group,) = json.loads((out / name).read_text())
+            role = group["labels"]["role"]
+            assert name == f"targets/{job}-{role}.json"
+            (planned,) = [j for j in bp.monitoring.scrape if j.name == job and j.role == role]
+            assert group["labels"] == {"role": role, "exporter": planned.exporter}
+            hosts = [t.removesuffix(f":{planned.port}") for t in group["targets"]]
+            assert group["targets"] == [f"{h}:{planned.port}" for h in hosts]
+            instances += hosts
         wanted = {h for j in bp.monitoring.scrape if j.name == job for h in j.scraped(roles)}
         assert sorted(instances) == sorted(wanted), job
-        for s in static:
-            port = next(j.port for j in bp.monitoring.scrape if j.name == job and j.role == s["labels"]["role"])
-            assert s["targets"] == [f"{s['labels']['instance']}:{port}"]
+    assert sorted(named) == sorted(f"targets/{p.name}" for p in (out / "targets").iterdir())
     assert config["global"]["scrape_interval"] == prom_duration(bp.monitoring.scrape_interval.value)
     assert config["rule_files"] == ["rules/*.yml"]
+
+
+def test_prometheus_yml_does_not_grow_with_the_cluster(tmp_path: Path) -> None:
+    """16k GPUs (2,048 GPU nodes) and the lab's three VMs: the same prometheus.yml but for names; the hosts are in
+    the target files, one a line."""
+    sizes = {}
+    for example in EXAMPLES:
+        out = _out(example, tmp_path / example.stem)
+        sizes[example.stem] = len((out / "prometheus.yml").read_bytes())
+        nodes = json.loads((out / "targets" / "node-gpu_client.json").read_text())[0]["targets"]
+        assert (out / "targets" / "node-gpu_client.json").read_text().count("\n") == len(nodes) + 4
+    assert max(sizes.values()) < 4096, sizes
+    assert blueprint(next(e for e in EXAMPLES if e.stem == "llm-training-16k")).compute.nodes.value == 2048
+
+
+def test_a_host_of_two_roles_is_one_target_per_job_under_its_first_role() -> None:
+    """The lab's storage-1 is a storage target and the monitoring host: node_exporter there is one target."""
+    bp = blueprint(next(e for e in EXAMPLES if e.stem == "lab"))
+    roles = bp.hosts_by_role()
+    assert roles["monitoring"] == ["storage-1"] and "storage-1" in roles["storage_target"]
+    node = {t.role: t.hosts for t in bp.scrape_targets() if t.job == "node"}
+    assert node == {"gpu_client": ("client-1", "client-2"), "storage_target": ("storage-1",)}
+    for example in EXAMPLES:
+        pairs = [(t.job, t.role) for t in blueprint(example).scrape_targets()]
+        assert len(pairs) == len(set(pairs)), example.stem  # one target file per job and role
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
@@ -166,7 +207,8 @@ def test_build_writes_the_monitoring_folder(tmp_path: Path) -> None:
     bp = blueprint(next(e for e in EXAMPLES if e.stem == "lab"))
     folder, written = build(bp, tmp_path)
     mon = folder / "monitoring"
-    for rel in ("prometheus.yml", "alertmanager.yml", "rules/storage.yml", "rules/fabric.yml", "rules/baseline.yml",
+    for rel in ("prometheus.yml", "targets/node-gpu_client.json", "targets/node-storage_target.json",
+                "alertmanager.yml", "rules/storage.yml", "rules/fabric.yml", "rules/baseline.yml",
                 "dashboards/targets.json"):
         assert mon / rel in written and (mon / rel).is_file()
 
