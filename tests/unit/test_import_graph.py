@@ -21,9 +21,9 @@ SPEC = "blueprints.spec"
 # The modules that read the spec: the model, its loader, the planner and the commands that plan a spec.
 READS_SPEC = ("blueprints.spec", "blueprints.loader", "blueprints.planner", "blueprints.cli", "blueprints.__main__")
 # The Blueprint side of the contract: what stacks, roles' variables, renderers and validators may build on.
-DOWNSTREAM = ("blueprints.blueprint", "blueprints.hosts", "blueprints.lab_plan", "blueprints.traced",
-              "blueprints.render", "blueprints.commands", "blueprints.rolevars", "blueprints.explain",
-              "blueprints.summary", "blueprints.summary_ceph", "stacks", "validators")
+DOWNSTREAM = ("blueprints.blueprint", "blueprints.hosts", "blueprints.lab_plan", "blueprints.fleet_plan",
+              "blueprints.traced", "blueprints.render", "blueprints.commands", "blueprints.rolevars",
+              "blueprints.explain", "blueprints.summary", "blueprints.summary_ceph", "stacks", "validators")
 
 
 def _module_name(path: Path) -> str:
