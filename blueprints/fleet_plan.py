@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from blueprints.hosts import HostRole
+from blueprints.hosts import HostRole, host_names
 from blueprints.traced import Traced
 
 FleetKind = Literal["aws-autoscaling-group", "gcp-managed-instance-group", "azure-scale-set-flexible"]
@@ -37,7 +37,7 @@ class Fleet(_Frozen):
                                   "where the fabric spans every fleet")
 
     def host_names(self) -> list[str]:
-        return [f"{self.name_prefix}{n}" for n in range(self.first, self.first + self.size)]
+        return host_names(self.name_prefix, self.first, self.size)
 
     @property
     def last(self) -> int:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from blueprints.hosts import HostRole
+from blueprints.hosts import HostRole, host_names
 
 OUTPUT_NAME = "clustersmith"
 RailKind = Literal["efa", "efa-only", "mrdma", "infiniband", "roce", "storage"]
@@ -94,7 +94,7 @@ class StackFleet(_Frozen):
                                                                  "a rail its address (GCP) it is read per instance")
 
     def host_names(self) -> list[str]:
-        return [f"{self.name_prefix}{n}" for n in range(self.first, self.first + self.size)]
+        return host_names(self.name_prefix, self.first, self.size)
 
 
 class StackOutputs(_Frozen):

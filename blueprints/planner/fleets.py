@@ -76,7 +76,7 @@ def plan_fleets(ctx: PlanContext, groups: tuple[HostGroup, ...]) -> FleetsPlan |
         cap, why = limit
         max_size = traced(cap, ["target.provider"], "fleets.max_size", why)
         count = max(1, ceil_div(nodes, cap))
-        formula = f"ceil({nodes} / {cap}) = {count} fleets ({why})"
+        formula = f"ceil({nodes} / {cap}) = {count} fleet{'s' if count > 1 else ''} ({why})"
     base, extra = divmod(nodes, count)
     sizes = [base + 1 if i < extra else base for i in range(count)]
     if count > 1:

@@ -156,6 +156,7 @@ def test_no_import_circles() -> None:
 # Layers from the bottom: a module may import its own layer and those below it, never one above.
 LAYERS = (
     ("blueprints.errors", "blueprints.units", "blueprints.hosts", "blueprints.lab_plan", "blueprints.catalog",
+     "blueprints.fleet_plan",  # the clouds' fleets, a part of the Blueprint in its own module like the lab plan
      "blueprints.signals",  # SIGINT/SIGTERM exit codes: the standard library only, installed before anything
      "blueprints.textsafe",  # escaping user text for the generated files' formats
      "blueprints.traced",  # a planned value with its derived_from, for the Blueprint and the lab plan alike
