@@ -1,7 +1,8 @@
 """Stack outputs -> the Ansible inventory (the format in blueprints/templates/ansible/README.md).
 
 The outputs come from the stack itself (Automation API, ``clustersmith inventory --from-stack``) or from a
-JSON file (``pulumi stack output clustersmith --json > outputs.json``; ``--outputs outputs.json``).
+JSON file (``pulumi stack output clustersmith --json > outputs.json``; ``--outputs outputs.json``). On the clouds
+they name the fleets, whose instances are read and named from the provider's API (``with_fleet_hosts``).
 """
 
 from __future__ import annotations
