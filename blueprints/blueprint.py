@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from blueprints import yamltext
 from blueprints.errors import ClusterSmithError, Problem
+from blueprints.fleet_plan import FleetsPlan
 from blueprints.hosts import HostGroup, HostRole, names_by_role
 from blueprints.lab_plan import LabPlan
 from blueprints.textsafe import one_line
@@ -731,6 +732,8 @@ class Blueprint(_Frozen):
         default_factory=dict, description="Spec path -> the value planned from, for every path a derived_from names")
     target: TargetPlan
     hosts: tuple[HostGroup, ...]
+    fleets: FleetsPlan | None = Field(default=None, description="Clouds: the fleet resources the GPU nodes are "
+                                                                "provisioned as; None on bare metal and the lab")
     compute: ComputePlan
     fabric: FabricPlan
     storage_fabric: StorageFabricPlan

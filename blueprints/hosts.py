@@ -24,6 +24,11 @@ INVENTORY_GROUPS: dict[HostRole, InventoryGroup] = {
 }
 
 
+def host_names(name_prefix: str, first: int, count: int) -> list[str]:
+    """Hosts ``first`` .. ``first + count - 1`` of a group: the one naming rule of the design, ``<prefix><n>``."""
+    return [f"{name_prefix}{n}" for n in range(first, first + count)]
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -55,11 +60,11 @@ class HostGroup(_Frozen):
         return INVENTORY_GROUPS[self.role]
 
     def name(self, number: int) -> str:
-        """Host ``number`` of the group, counted from 1: the one naming rule of the design."""
-        return f"{self.name_prefix}{number}"
+        """Host ``number`` of the group, counted from 1."""
+        return host_names(self.name_prefix, number, 1)[0]
 
     def names(self) -> list[str]:
-        return [self.name(n) for n in range(1, self.count + 1)]
+        return host_names(self.name_prefix, 1, self.count)
 
 
 class Host(_Frozen):

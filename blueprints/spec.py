@@ -143,12 +143,21 @@ class AwsTarget(_Strict):
     region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1")
     availability_zone: str | None = Field(default=None, description="Zone for the placement group, e.g. us-east-1a")
     management_network: str | None = Field(default=None, description=CLOUD_NETWORK)
+    capacity_reservation: str | None = Field(
+        default=None, pattern=r"^cr-([0-9a-f]{8}|[0-9a-f]{17})$",
+        description="EC2 capacity reservation (or Capacity Block) id the GPU nodes launch into, e.g. "
+                    "cr-0123456789abcdef0; none: on-demand capacity")
+    capacity_block: bool = Field(default=False, description="capacity_reservation is a Capacity Block for ML "
+                                                            "(launched with market type capacity-block)")
 
     @model_validator(mode="after")
     def _network(self) -> AwsTarget:
         check_management_network(self.management_network, "aws", 16, 20,
                                  "an AWS VPC is /16 to /28, and the stack carves compute, FSx (/22) and public "
                                  "(/24) subnets from it")
+        if self.capacity_block and self.capacity_reservation is None:
+            raise RuleError("capacity_block", "capacity_block is true but no capacity_reservation is named; expected "
+                                              "the Capacity Block's reservation id (cr-...) in capacity_reservation")
         return self
 
 
@@ -158,6 +167,10 @@ class GcpTarget(_Strict):
     zone: str | None = Field(default=None, description="GCP zone, e.g. us-central1-a")
     project: str | None = Field(default=None, description="GCP project id; Pulumi config may set it instead")
     management_network: str | None = Field(default=None, description=CLOUD_NETWORK)
+    reservation: str | None = Field(
+        default=None, pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Compute Engine reservation (its name, in target.project and target.zone) the GPU nodes consume; "
+                    "none: on-demand capacity")
 
     @model_validator(mode="after")
     def _network(self) -> GcpTarget:

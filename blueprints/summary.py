@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from blueprints.blueprint import AcceptancePlan, Blueprint, FioFootprint, Traced
+from blueprints.fleet_plan import FleetsPlan
 from blueprints.summary_ceph import ceph_tables
 
 
@@ -112,10 +113,27 @@ def summary(bp: Blueprint) -> Group:
         checks.add_row(ch.id, ch.tool, f"{ch.op} {ch.threshold:g} {ch.unit}", ch.severity,
                        ", ".join(ch.derived_from.spec))
     ceph = ceph_tables(s.ceph) if s.ceph is not None else []
-    parts: list[Table] = [compute, fabric, storage_net, qos, storage, protection, *ceph, designed, checks]
+    fleets = [_fleets(bp.fleets)] if bp.fleets is not None else []
+    parts: list[Table] = [compute, *fleets, fabric, storage_net, qos, storage, protection, *ceph, designed, checks]
     if bp.acceptance.footprint is not None:
         parts.append(_footprint(bp.acceptance.footprint, bp.acceptance))
     return Group(*parts)
+
+
+def _fleets(plan: FleetsPlan) -> Table:
+    """How many fleet resources, which hosts each names, and (Azure) which InfiniBand partition each is."""
+    table = Table(title=f"fleets ({plan.kind}): {_t(plan.count)}, because {_why(plan.count)}", title_justify="left")
+    partitions = any(f.ib_partition is not None for f in plan.fleets)
+    for col in ("fleet", "hosts", "instances", *(("InfiniBand partition",) if partitions else ())):
+        table.add_column(col)
+    for f in plan.fleets:
+        row = [f.name, f"{f.name_prefix}{f.first} .. {f.name_prefix}{f.last}", str(f.size)]
+        table.add_row(*row, *((str(f.ib_partition),) if partitions else ()))
+    table.add_row("fabric", plan.fabric, "")
+    capacity = plan.capacity
+    table.add_row("capacity", capacity.source.value + (f" {capacity.reservation}" if capacity.reservation else ""),
+                  _why(capacity.source))
+    return table
 
 
 WHERE = {"shared": "the shared file system, every GPU node at once", "tier": "each node's own tiered file system"}

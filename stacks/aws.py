@@ -1,11 +1,19 @@
-"""AWS: VPC and subnets, a security group, a cluster placement group, GPU instances with one EFA per
-network card, and FSx for Lustre sized by the planner.
+"""AWS: VPC and subnets, a security group, a cluster placement group, the GPU nodes as Auto Scaling groups over one
+launch template with one EFA per network card, a monitoring instance, and FSx for Lustre sized by the planner.
 
 EFA layout (AWS EC2 User Guide, "Maximize network bandwidth on Amazon EC2 instances with multiple network
 cards", efa-acc-inst-types): the primary interface (network card 0, device 0) is ENA; card 0 device 1 is
 EFA-only; every further card carries an EFA-only interface at device 0. So an instance type with N
 EFA-capable cards gets N EFA devices (the Blueprint's rails) and one ENA for IP traffic. EFA traffic
 needs a security group that lets all traffic in and out between its own members.
+
+Fleets (``Blueprint.fleets``): each is an Auto Scaling group of fixed size (min = max = desired) in the compute
+subnet and the cluster placement group; the launch template's interfaces name no subnet, the group's subnet is
+used (a launch template for an Auto Scaling group leaves the subnet to the group). Instances carry the design,
+spec, role and ``clustersmith:fleet`` tags (propagated at launch); ``inventory --from-stack`` lists them by those
+tags and names each once with ``clustersmith:host``. Where the spec names a capacity reservation or a Capacity
+Block, the launch template targets it (a Capacity Block with market type ``capacity-block``). The group does not
+wait for capacity (``wait_for_capacity_timeout`` 0): the inventory refuses a fleet short of its size, by name.
 """
 
 from __future__ import annotations
@@ -16,9 +24,9 @@ import pulumi
 import pulumi_aws as aws
 
 from blueprints.blueprint import Blueprint
-from stacks.component import HostOut, RailOut, carve, prefix_for, stack_outputs
+from stacks.component import FleetOut, HostOut, RailOut, carve, prefix_for, stack_outputs
 from stacks.config import StackConfig
-from stacks.model import CloudClusterArgs, ClusterArgs, StackError
+from stacks.model import CloudClusterArgs, ClusterArgs, StackError, fleets_of
 
 # design defaults (not performance figures): the GPU image to look up
 GPU_AMI_NAME = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *"
@@ -44,18 +52,35 @@ class AwsClusterArgs(CloudClusterArgs):
                              "set clustersmith:zone <zone>` (a cluster placement group lives in one zone)")
         return cls(**ClusterArgs.common(bp), region=target.region, availability_zone=zone,
                    instance_type=bp.compute.node_type.value, efa_interfaces=bp.compute.rails.value,
-                   file_system=bp.storage.managed, ssh_public_key=cfg.ssh_public_key,
+                   file_system=bp.storage.managed, fleets=fleets_of(bp), ssh_public_key=cfg.ssh_public_key,
                    ssh_user=cfg.ssh_user or DEFAULT_USER, admin_cidr=cfg.admin_cidr, image=cfg.image)
 
 
-def efa_interfaces(count: int, subnet_id: pulumi.Input[str], security_group_id: pulumi.Input[str]
+def efa_interfaces(count: int, security_group_id: pulumi.Input[str]
                    ) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
-    """ENA primary on card 0 device 0, then one EFA-only interface per network card (card 0 at device 1)."""
+    """ENA primary on card 0 device 0, then one EFA-only interface per network card (card 0 at device 1); no
+    subnet: the Auto Scaling group's."""
     def iface(card: int, device: int, kind: str | None) -> aws.ec2.LaunchTemplateNetworkInterfaceArgs:
         return aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-            network_card_index=card, device_index=device, interface_type=kind, subnet_id=subnet_id,
-            security_groups=[security_group_id], delete_on_termination="true")
+            network_card_index=card, device_index=device, interface_type=kind, security_groups=[security_group_id],
+            delete_on_termination="true")
     return [iface(0, 0, None)] + [iface(card, 1 if card == 0 else 0, "efa-only") for card in range(count)]
+
+
+def capacity_options(args: AwsClusterArgs) -> dict[str, Any]:
+    """Launch-template inputs that put the GPU nodes into the spec's capacity reservation or Capacity Block."""
+    capacity = args.fleets.capacity
+    if capacity.reservation is None:
+        return {}
+    options: dict[str, Any] = {"capacity_reservation_specification":
+                               aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                                   capacity_reservation_target=aws.ec2.
+                                   LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                                       capacity_reservation_id=capacity.reservation))}
+    if capacity.source.value == "capacity-block":
+        options["instance_market_options"] = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
+            market_type="capacity-block")
+    return options
 
 
 class AwsCluster(pulumi.ComponentResource):
@@ -69,7 +94,7 @@ class AwsCluster(pulumi.ComponentResource):
         def tagged(extra: str) -> dict[str, str]:
             return {**tags, "Name": f"{args.design}-{extra}"}
 
-        gpus, mons = args.of_role("gpu_client"), args.of_role("monitoring")
+        mons = args.of_role("monitoring")
         compute_cidr, fsx_cidr, public_cidr = carve(args.network, [prefix_for(len(args.machines)), 22, 24])
         self.vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=args.network, enable_dns_hostnames=True,
                                enable_dns_support=True,
@@ -115,26 +140,34 @@ class AwsCluster(pulumi.ComponentResource):
                         for kind in ("instance", "volume", "network-interface")]
         self.launch_template = aws.ec2.LaunchTemplate(
             f"{name}-gpu", image_id=image, instance_type=args.instance_type, key_name=key_name,
-            network_interfaces=efa_interfaces(args.efa_interfaces, self.compute_subnet.id, self.security_group.id),
-            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=self.placement_group.name,
-                                                          availability_zone=args.availability_zone),
+            network_interfaces=efa_interfaces(args.efa_interfaces, self.security_group.id),
             block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
                 device_name="/dev/sda1", ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
                     volume_size=ROOT_VOLUME_GIB, volume_type="gp3", delete_on_termination="true",
                     encrypted="true"))],  # not left to the account's default
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(http_tokens="required"),
-            tag_specifications=per_resource, tags=tagged("gpu"), opts=child)
+            tag_specifications=per_resource, tags=tagged("gpu"), **capacity_options(args), opts=child)
         version = self.launch_template.latest_version.apply(str)
+        rails = [RailOut(index=i, kind="efa-only", network_card=i) for i in range(args.efa_interfaces)]
+        fleets: list[FleetOut] = []
+        self.groups: list[aws.autoscaling.Group] = []
+        for f in args.fleets.fleets:
+            group_tags = {**tags, "Name": f"{args.design}-{f.name}", "clustersmith:role": f.role,
+                          "clustersmith:fleet": f.name}
+            group = aws.autoscaling.Group(
+                f"{name}-{f.name}", name=f"{args.design}-{f.name}", min_size=f.size, max_size=f.size,
+                desired_capacity=f.size, launch_template=aws.autoscaling.GroupLaunchTemplateArgs(
+                    id=self.launch_template.id, version=version),
+                vpc_zone_identifiers=[self.compute_subnet.id], placement_group=self.placement_group.name,
+                health_check_type="EC2", wait_for_capacity_timeout="0",
+                tags=[aws.autoscaling.GroupTagArgs(key=k, value=v, propagate_at_launch=True)
+                      for k, v in group_tags.items()], opts=child)
+            self.groups.append(group)
+            fleets.append(FleetOut(f, group.name.apply(lambda n: {"provider": "aws", "region": args.region,
+                                                                  "group": n}),
+                                   args.ssh_user, args.fleets.host_tag, rails))
         hosts: list[HostOut] = []
         self.instances: list[aws.ec2.Instance] = []
-        for m in gpus:
-            inst = aws.ec2.Instance(
-                m.name, launch_template=aws.ec2.InstanceLaunchTemplateArgs(id=self.launch_template.id,
-                                                                           version=version),
-                tags={**tags, "Name": m.name, "clustersmith:role": m.role}, opts=child)
-            self.instances.append(inst)
-            rails = [RailOut(index=i, kind="efa-only", network_card=i) for i in range(args.efa_interfaces)]
-            hosts.append(HostOut(m, inst.private_ip, args.ssh_user, rails))
         for m in mons:
             inst = aws.ec2.Instance(
                 m.name, ami=image, instance_type=m.node_type, subnet_id=self.compute_subnet.id,
@@ -158,7 +191,7 @@ class AwsCluster(pulumi.ComponentResource):
             fs_out = pulumi.Output.all(lustre.dns_name, lustre.mount_name).apply(lambda v: {
                 "service": fs.service, "capacity_gib": fs.capacity_gib,
                 "throughput_mbps": round(fs.throughput.value.value / 1e6), "mount": f"{v[0]}@tcp:/{v[1]}"})
-        self.outputs = stack_outputs(args.design, "aws", hosts, fs_out)
+        self.outputs = stack_outputs(args.design, "aws", hosts, fs_out, fleets)
         self.register_outputs({"outputs": self.outputs})
 
     def _routes(self, name: str, args: AwsClusterArgs, tagged: Any, child: pulumi.ResourceOptions) -> None:

@@ -1,10 +1,14 @@
-"""Azure: ND-series VMs on InfiniBand and Azure Managed Lustre (azure-native ``storagecache.AmlFilesystem``).
+"""Azure: ND-series VMs on InfiniBand in Flexible scale sets, and Azure Managed Lustre
+(azure-native ``storagecache.AmlFilesystem``).
 
-InfiniBand joins VMs that Azure places in the same InfiniBand group; individual VMs get there through one
-availability set (Azure CycleCloud, "Availability Sets": they place "Nodes and NodeArrays in the same
-Infiniband group"), here with a proximity placement group. The HCAs (ib0..ibN) get their addresses in
-the guest, so the rails carry no address in the stack outputs. Azure Managed Lustre needs its own subnet
-and a weekly 30-minute maintenance window.
+The GPU nodes are scale sets in Flexible orchestration (``Blueprint.fleets``): at most 1,000 VMs each, and each one
+InfiniBand partition: Azure puts a scale set's VMs in one InfiniBand group and gives VMs of different scale sets no
+InfiniBand path (Azure CycleCloud, "Availability Sets"); the planner says how many and which hosts each holds. Each
+scale set sits in a proximity placement group of its own, one fault domain. The HCAs (ib0..ibN) get their addresses
+in the guest, so the rails carry no address in the stack outputs. A Flexible scale set's VMs are ordinary VMs whose
+``virtualMachineScaleSet`` names the set: ``inventory --from-stack`` lists them by it, names each once with the
+``clustersmith:host`` tag and refuses a scale set short of its size, by name. Azure Managed Lustre needs its own
+subnet and a weekly 30-minute maintenance window.
 
 Only submodules of pulumi-azure-native are imported (compute, network, resources, storagecache).
 """
@@ -17,9 +21,9 @@ import pulumi
 from pulumi_azure_native import compute, network, resources, storagecache
 
 from blueprints.blueprint import Blueprint
-from stacks.component import HostOut, RailOut, carve, prefix_for, stack_outputs
+from stacks.component import FleetOut, HostOut, RailOut, carve, prefix_for, stack_outputs
 from stacks.config import StackConfig
-from stacks.model import CloudClusterArgs, ClusterArgs, StackError
+from stacks.model import CloudClusterArgs, ClusterArgs, StackError, fleets_of
 
 # design defaults (not performance figures)
 HPC_IMAGE = {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}
@@ -44,8 +48,37 @@ class AzureClusterArgs(CloudClusterArgs):
             raise StackError("Azure Linux VMs need an SSH key: `pulumi config set clustersmith:sshPublicKey "
                              "\"$(cat ~/.ssh/id_ed25519.pub)\"` (clustersmith deploy sets it from --ssh-public-key)")
         return cls(**ClusterArgs.common(bp), location=target.region, vm_size=bp.compute.node_type.value,
-                   file_system=bp.storage.managed, ssh_public_key=cfg.ssh_public_key,
+                   file_system=bp.storage.managed, fleets=fleets_of(bp), ssh_public_key=cfg.ssh_public_key,
                    ssh_user=cfg.ssh_user or DEFAULT_USER, admin_cidr=cfg.admin_cidr)
+
+
+def linux_configuration(args: AzureClusterArgs) -> compute.LinuxConfigurationArgs:
+    """SSH keys only, no password."""
+    return compute.LinuxConfigurationArgs(
+        disable_password_authentication=True,
+        ssh=compute.SshConfigurationArgs(public_keys=[compute.SshPublicKeyArgs(
+            path=f"/home/{args.ssh_user}/.ssh/authorized_keys", key_data=args.ssh_public_key)]))
+
+
+def scale_set_profile(args: AzureClusterArgs, fleet_name: str, subnet_id: pulumi.Input[str]
+                      ) -> compute.VirtualMachineScaleSetVMProfileArgs:
+    """What every VM of a Flexible scale set is: the HPC image, a premium OS disk, one accelerated NIC in the compute
+    subnet (Flexible orchestration creates the NICs itself, so it needs the network API version)."""
+    return compute.VirtualMachineScaleSetVMProfileArgs(
+        os_profile=compute.VirtualMachineScaleSetOSProfileArgs(
+            computer_name_prefix=fleet_name, admin_username=args.ssh_user,
+            linux_configuration=linux_configuration(args)),
+        storage_profile=compute.VirtualMachineScaleSetStorageProfileArgs(
+            image_reference=compute.ImageReferenceArgs(**args.image),
+            os_disk=compute.VirtualMachineScaleSetOSDiskArgs(
+                create_option="FromImage", disk_size_gb=OS_DISK_GB,
+                managed_disk=compute.VirtualMachineScaleSetManagedDiskParametersArgs(storage_account_type="Premium_LRS"))),
+        network_profile=compute.VirtualMachineScaleSetNetworkProfileArgs(
+            network_api_version="2020-11-01",
+            network_interface_configurations=[compute.VirtualMachineScaleSetNetworkConfigurationArgs(
+                name="primary", primary=True, enable_accelerated_networking=True,
+                ip_configurations=[compute.VirtualMachineScaleSetIPConfigurationArgs(
+                    name="primary", primary=True, subnet=compute.ApiEntityReferenceArgs(id=subnet_id))])]))
 
 
 class AzureCluster(pulumi.ComponentResource):
@@ -56,7 +89,7 @@ class AzureCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = args.labels.tags()
         loc = args.location
-        gpus, mons = args.of_role("gpu_client"), args.of_role("monitoring")
+        mons = args.of_role("monitoring")
         compute_cidr, lustre_cidr = carve(args.network, [prefix_for(len(args.machines)), AMLFS_SUBNET_PREFIX])
 
         self.group = resources.ResourceGroup(f"{name}-rg", location=loc, tags=tags, opts=child)
@@ -90,17 +123,26 @@ class AzureCluster(pulumi.ComponentResource):
         self.lustre_subnet = network.Subnet(f"{name}-lustre", resource_group_name=rg,
                                             virtual_network_name=self.vnet.name, address_prefix=lustre_cidr,
                                             opts=child)
-        self.ppg = compute.ProximityPlacementGroup(f"{name}-ppg", resource_group_name=rg, location=loc,
-                                                   proximity_placement_group_type="Standard", tags=tags, opts=child)
-        self.availability_set = compute.AvailabilitySet(
-            f"{name}-ib", resource_group_name=rg, location=loc, platform_fault_domain_count=1,
-            platform_update_domain_count=1, sku=compute.SkuArgs(name="Aligned"),
-            proximity_placement_group=compute.SubResourceArgs(id=self.ppg.id), tags=tags, opts=child)
+        fleets: list[FleetOut] = []
+        self.scale_sets: list[compute.VirtualMachineScaleSet] = []
+        rails = [RailOut(index=i, kind="infiniband", netdev=f"ib{i}") for i in range(args.rails)]
+        for f in args.fleets.fleets:
+            ppg = compute.ProximityPlacementGroup(f"{name}-{f.name}-ppg", resource_group_name=rg, location=loc,
+                                                  proximity_placement_group_type="Standard", tags=tags, opts=child)
+            vmss = compute.VirtualMachineScaleSet(
+                f"{name}-{f.name}", vm_scale_set_name=f"{args.design}-{f.name}", resource_group_name=rg,
+                location=loc, orchestration_mode="Flexible", platform_fault_domain_count=1,
+                sku=compute.SkuArgs(name=f.node_type, tier="Standard", capacity=f.size),
+                proximity_placement_group=compute.SubResourceArgs(id=ppg.id),
+                virtual_machine_profile=scale_set_profile(args, f.name, self.compute_subnet.id),
+                tags={**tags, "clustersmith:role": f.role, "clustersmith:fleet": f.name}, opts=child)
+            self.scale_sets.append(vmss)
+            fleets.append(FleetOut(f, vmss.id.apply(lambda i: {"provider": "azure", "scale_set_id": i}),
+                                   args.ssh_user, args.fleets.host_tag, rails))
 
         hosts: list[HostOut] = []
         self.vms: list[compute.VirtualMachine] = []
-        for m in gpus + mons:
-            gpu = m.role == "gpu_client"
+        for m in mons:
             nic = network.NetworkInterface(
                 f"{m.name}-nic", resource_group_name=rg, location=loc, enable_accelerated_networking=True,
                 ip_configurations=[network.NetworkInterfaceIPConfigurationArgs(
@@ -115,20 +157,14 @@ class AzureCluster(pulumi.ComponentResource):
                     os_disk=compute.OSDiskArgs(create_option="FromImage", disk_size_gb=OS_DISK_GB,
                                                managed_disk=compute.ManagedDiskParametersArgs(
                                                    storage_account_type="Premium_LRS"))),
-                os_profile=compute.OSProfileArgs(
-                    computer_name=m.name, admin_username=args.ssh_user,
-                    linux_configuration=compute.LinuxConfigurationArgs(
-                        disable_password_authentication=True,
-                        ssh=compute.SshConfigurationArgs(public_keys=[compute.SshPublicKeyArgs(
-                            path=f"/home/{args.ssh_user}/.ssh/authorized_keys", key_data=args.ssh_public_key)]))),
+                os_profile=compute.OSProfileArgs(computer_name=m.name, admin_username=args.ssh_user,
+                                                 linux_configuration=linux_configuration(args)),
                 network_profile=compute.NetworkProfileArgs(network_interfaces=[
                     compute.NetworkInterfaceReferenceArgs(id=nic.id, primary=True)]),
-                availability_set=compute.SubResourceArgs(id=self.availability_set.id) if gpu else None,
                 tags={**tags, "clustersmith:role": m.role}, opts=child)
             self.vms.append(vm)
             address = nic.ip_configurations.apply(lambda cs: (cs or [])[0].private_ip_address)
-            rails = [RailOut(index=i, kind="infiniband", netdev=f"ib{i}") for i in range(args.rails)] if gpu else []
-            hosts.append(HostOut(m, address, args.ssh_user, rails))
+            hosts.append(HostOut(m, address, args.ssh_user))
 
         fs_out: pulumi.Output[dict[str, Any]] | None = None
         self.file_system: storagecache.AmlFilesystem | None = None
@@ -145,5 +181,5 @@ class AzureCluster(pulumi.ComponentResource):
                 "service": fs.service, "capacity_gib": fs.capacity_gib,
                 "throughput_mbps": round(fs.throughput.value.value / 1e6),
                 "mount": f"{info.mgs_address}@tcp:/lustrefs" if info else ""})
-        self.outputs = stack_outputs(args.design, "azure", hosts, fs_out)
+        self.outputs = stack_outputs(args.design, "azure", hosts, fs_out, fleets)
         self.register_outputs({"outputs": self.outputs})

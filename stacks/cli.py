@@ -50,7 +50,7 @@ def inventory(build_dir: Path, from_stack: bool, stack: str | None, outputs: Pat
                                          "(the deployed stack) or --outputs FILE")], str(build_dir),
                                 "invalid arguments")
     if outputs is not None:
-        data = inv.read_outputs_file(outputs)
+        data, source = inv.read_outputs_file(outputs), str(outputs)
     else:
         from stacks.deploy import check_pulumi_cli
 
@@ -64,6 +64,7 @@ def inventory(build_dir: Path, from_stack: bool, stack: str | None, outputs: Pat
         if OUTPUT_NAME not in values:
             raise ClusterSmithError([Problem(OUTPUT_NAME, "the stack has no such output; was it deployed?")],
                                     work_dir, "not clustersmith stack outputs")
-        data = inv.parse_outputs(values[OUTPUT_NAME].value, work_dir)
+        data, source = inv.parse_outputs(values[OUTPUT_NAME].value, work_dir), work_dir
+    data = inv.with_fleet_hosts(data, source)
     path = inv.write(data, build_dir / "ansible" / "inventory.yml")
     click.echo(f"wrote {path} ({len(data.hosts)} hosts)")

@@ -10,6 +10,8 @@ from typing import Any
 
 import pulumi
 
+from blueprints.fleet_plan import Fleet
+from blueprints.hosts import INVENTORY_GROUPS
 from stacks.model import Machine
 from stacks.outputs import RailKind
 
@@ -53,13 +55,37 @@ class HostOut:
         return pulumi.Output.all(*pending).apply(resolved)
 
 
+@dataclass
+class FleetOut:
+    """A fleet resource the stack created: where the provider API finds it (``ref``, ``stacks.outputs.FleetRef``),
+    and what its instances' hosts look like."""
+
+    fleet: Fleet
+    ref: pulumi.Input[dict[str, Any]]
+    user: str
+    host_tag: str
+    rails: list[RailOut] = field(default_factory=list)
+
+    def value(self) -> pulumi.Output[str]:
+        f = self.fleet
+        rails = [r.value() for r in self.rails]
+        return pulumi.Output.from_input(self.ref).apply(lambda ref: json.dumps({
+            "name": f.name, "ref": ref, "role": f.role, "group": INVENTORY_GROUPS[f.role], "node_type": f.node_type,
+            "name_prefix": f.name_prefix, "first": f.first, "size": f.size, "host_tag": self.host_tag,
+            "user": self.user, "rails": rails}))
+
+
 def stack_outputs(design: str, provider: str, hosts: list[HostOut],
-                  file_system: pulumi.Input[dict[str, Any]] | None = None) -> pulumi.Output[str]:
-    """The ``clustersmith`` output: ``stacks.outputs.StackOutputs`` as a JSON string, from the hosts' outputs."""
+                  file_system: pulumi.Input[dict[str, Any]] | None = None,
+                  fleets: list[FleetOut] | None = None) -> pulumi.Output[str]:
+    """The ``clustersmith`` output: ``stacks.outputs.StackOutputs`` as a JSON string, from the hosts' and the
+    fleets' outputs."""
     fs = pulumi.Output.from_input(file_system).apply(json.dumps)
-    return pulumi.Output.all(fs, *[h.value() for h in hosts]).apply(lambda parts: json.dumps({
+    fleet_values = [f.value() for f in fleets or []]
+    n = len(fleet_values)
+    return pulumi.Output.all(fs, *fleet_values, *[h.value() for h in hosts]).apply(lambda parts: json.dumps({
         "design": design, "provider": provider, "file_system": json.loads(parts[0]),
-        "hosts": [json.loads(h) for h in parts[1:]]}))
+        "fleets": [json.loads(f) for f in parts[1:1 + n]], "hosts": [json.loads(h) for h in parts[1 + n:]]}))
 
 
 def prefix_for(hosts: int, at_most: int = 24) -> int:

@@ -5,7 +5,8 @@ finished; ``--skip`` leaves a step out, ``--redo`` runs a finished one again):
 
 1. ``up``: ``pulumi up`` of ``out/<name>/pulumi`` through the Automation API (the Pulumi CLI must be on
    PATH and the target's credentials present); the ``clustersmith`` output goes to ``deploy/outputs.json``;
-2. ``inventory``: ``deploy/outputs.json`` (or ``--outputs FILE``) -> ``ansible/inventory.yml``;
+2. ``inventory``: ``deploy/outputs.json`` (or ``--outputs FILE``), the fleets' instances named through the
+   provider API (``stacks.fleet_inventory``) -> ``ansible/inventory.yml``;
 3. ``site``: ``ansible/site.yml`` through ansible-runner, with the repository's roles and ansible.cfg;
 4. ``accept``: ``clustersmith accept out/<name>``.
 """
@@ -159,7 +160,7 @@ def step_inventory(folder: Path, opts: DeployOptions, state_dir: Path) -> str:
     if not source.is_file():
         raise deploy_error("inventory", f"no stack outputs at {source}: run the 'up' step, or pass --outputs "
                            "FILE (from `pulumi stack output --json`)", folder)
-    outputs = inventory.read_outputs_file(source)
+    outputs = inventory.with_fleet_hosts(inventory.read_outputs_file(source), str(source))
     path = inventory.write(outputs, folder / "ansible" / "inventory.yml")
     return f"{len(outputs.hosts)} hosts -> {path}"
 

@@ -7,6 +7,13 @@ Each rail gets its own subnet in the RoCE VPC. Managed Lustre sits on the first 
 private services access on it: a VPC_PEERING range and a servicenetworking connection (Google Cloud
 Managed Lustre, "Configure a VPC network").
 
+The GPU nodes are zonal managed instance groups (``Blueprint.fleets``: at most 1,000 VMs each), each over an
+instance template of its own that carries the fleet's compact placement policy (COLLOCATED; Compute Engine applies
+a placement policy named in an instance template to the MIG's VMs) and its ``clustersmith-fleet`` label. Where the
+spec names a reservation, the template consumes it (``reservation_affinity`` SPECIFIC_RESERVATION). The MIG does not
+wait for its instances; ``inventory --from-stack`` lists them by label, names each once with ``clustersmith-host``
+and refuses a group short of its size, by name.
+
 a3-megagpu-8g uses GPUDirect-TCPXO (8 gVNIC data NICs on 8 VPCs, not RDMA): not built here; the planner refuses it
 (blueprints/planner/compute.py), and the check below guards a Blueprint written by hand.
 """
@@ -20,9 +27,10 @@ import pulumi
 import pulumi_gcp as gcp
 
 from blueprints.blueprint import Blueprint
-from stacks.component import HostOut, RailOut, carve, prefix_for, stack_outputs
+from blueprints.fleet_plan import Fleet
+from stacks.component import FleetOut, HostOut, RailOut, carve, prefix_for, stack_outputs
 from stacks.config import StackConfig
-from stacks.model import CloudClusterArgs, ClusterArgs, StackError
+from stacks.model import CloudClusterArgs, ClusterArgs, StackError, fleets_of
 
 RDMA_MACHINE_TYPES = ("a3-ultragpu-8g", "a4-highgpu-8g")
 HOST_NICS = 2  # gVNICs on regular VPCs, before the RDMA NICs
@@ -60,13 +68,29 @@ class GcpClusterArgs(CloudClusterArgs):
                              ": the RoCE network profile is per zone and named inside a project")
         assert project is not None and zone is not None
         return cls(**ClusterArgs.common(bp), project=project, region=target.region, zone=zone,
-                   machine_type=machine_type, file_system=bp.storage.managed, ssh_public_key=cfg.ssh_public_key,
-                   ssh_user=cfg.ssh_user or DEFAULT_USER, admin_cidr=cfg.admin_cidr, image=cfg.image or GPU_IMAGE)
+                   machine_type=machine_type, file_system=bp.storage.managed, fleets=fleets_of(bp),
+                   ssh_public_key=cfg.ssh_public_key, ssh_user=cfg.ssh_user or DEFAULT_USER,
+                   admin_cidr=cfg.admin_cidr, image=cfg.image or GPU_IMAGE)
 
 
 def lustre_filesystem_name(design: str) -> str:
     """Managed Lustre's file system name: letters and digits, at most eight."""
     return (re.sub(r"[^a-z0-9]", "", design.lower()) or "lustre")[:8]
+
+
+def reservation_affinity(args: GcpClusterArgs) -> gcp.compute.InstanceTemplateReservationAffinityArgs | None:
+    """Consume the spec's reservation by name; None leaves Compute Engine's default (any matching reservation)."""
+    if args.fleets.capacity.reservation is None:
+        return None
+    named = gcp.compute.InstanceTemplateReservationAffinitySpecificReservationArgs(
+        key="compute.googleapis.com/reservation-name", values=[args.fleets.capacity.reservation])
+    return gcp.compute.InstanceTemplateReservationAffinityArgs(type="SPECIFIC_RESERVATION", specific_reservation=named)
+
+
+def group_name(design: str, fleet: Fleet) -> str:
+    """The MIG's name and its instances' base name: lower-case, at most 54 characters (58 for base names, less
+    the suffix Compute Engine appends)."""
+    return re.sub(r"[^a-z0-9-]", "-", f"{design}-{fleet.name}".lower())[:54].rstrip("-")
 
 
 class GcpCluster(pulumi.ComponentResource):
@@ -76,9 +100,9 @@ class GcpCluster(pulumi.ComponentResource):
         super().__init__("clustersmith:gcp:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         labels = args.labels.labels()
-        gpus, mons = args.of_role("gpu_client"), args.of_role("monitoring")
+        gpus, mons = args.fleets.fleets, args.of_role("monitoring")
         host_prefix = prefix_for(len(args.machines))
-        rail_prefix = prefix_for(len(gpus))
+        rail_prefix = prefix_for(sum(f.size for f in gpus))
         # both gVNIC subnets inside the management network; the monitoring ports are reachable from it alone
         # (each host network's one ingress rule admits its own subnet)
         host_cidrs = carve(args.network, [host_prefix] * HOST_NICS)
@@ -109,32 +133,46 @@ class GcpCluster(pulumi.ComponentResource):
             gcp.compute.Subnetwork(f"{name}-rail{i}", project=args.project, network=self.rdma_network.id,
                                    region=args.region, ip_cidr_range=cidr, opts=child)
             for i, cidr in enumerate(rail_cidrs)]
-        self.placement = gcp.compute.ResourcePolicy(
-            f"{name}-placement", project=args.project, region=args.region,
-            group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(collocation="COLLOCATED"),
-            opts=child)
-
         metadata = {"ssh-keys": f"{args.ssh_user}:{args.ssh_public_key}"} if args.ssh_public_key else {}
+        nics = [gcp.compute.InstanceTemplateNetworkInterfaceArgs(subnetwork=s.id, nic_type="GVNIC")
+                for s in self.host_subnets]
+        nics += [gcp.compute.InstanceTemplateNetworkInterfaceArgs(subnetwork=s.id, nic_type="MRDMA")
+                 for s in self.rail_subnets]
+        rails = [RailOut(index=r, kind="mrdma", prefix=rail_prefix) for r in range(args.rails)]
+        fleets: list[FleetOut] = []
+        self.placements: list[gcp.compute.ResourcePolicy] = []
+        self.groups: list[gcp.compute.InstanceGroupManager] = []
+        for f in args.fleets.fleets:
+            placement = gcp.compute.ResourcePolicy(
+                f"{name}-{f.name}-placement", project=args.project, region=args.region,
+                group_placement_policy=gcp.compute.ResourcePolicyGroupPlacementPolicyArgs(collocation="COLLOCATED"),
+                opts=child)
+            template = gcp.compute.InstanceTemplate(
+                f"{name}-{f.name}", project=args.project, machine_type=args.machine_type,
+                disks=[gcp.compute.InstanceTemplateDiskArgs(source_image=args.image, disk_size_gb=BOOT_DISK_GB,
+                                                            disk_type="hyperdisk-balanced", boot=True,
+                                                            auto_delete=True)],
+                network_interfaces=nics,
+                scheduling=gcp.compute.InstanceTemplateSchedulingArgs(on_host_maintenance="TERMINATE",
+                                                                      automatic_restart=True),
+                resource_policies=placement.self_link, reservation_affinity=reservation_affinity(args),
+                metadata=metadata, labels={**labels, "clustersmith-role": f.role.replace("_", "-"),
+                                           "clustersmith-fleet": f.name},
+                opts=child)
+            group = gcp.compute.InstanceGroupManager(
+                f"{name}-{f.name}-mig", name=group_name(args.design, f), project=args.project, zone=args.zone,
+                base_instance_name=group_name(args.design, f), target_size=f.size, wait_for_instances=False,
+                versions=[gcp.compute.InstanceGroupManagerVersionArgs(name="primary",
+                                                                      instance_template=template.self_link)],
+                opts=child)
+            self.placements.append(placement)
+            self.groups.append(group)
+            fleets.append(FleetOut(f, group.name.apply(lambda n: {"provider": "gcp", "project": args.project,
+                                                                  "zone": args.zone, "group": n}),
+                                   args.ssh_user, args.fleets.host_tag, rails))
+
         hosts: list[HostOut] = []
         self.instances: list[gcp.compute.Instance] = []
-        for m in gpus:
-            nics = [gcp.compute.InstanceNetworkInterfaceArgs(subnetwork=s.id, nic_type="GVNIC")
-                    for s in self.host_subnets]
-            nics += [gcp.compute.InstanceNetworkInterfaceArgs(subnetwork=s.id, nic_type="MRDMA")
-                     for s in self.rail_subnets]
-            inst = gcp.compute.Instance(
-                m.name, name=m.name, project=args.project, zone=args.zone, machine_type=args.machine_type,
-                boot_disk=gcp.compute.InstanceBootDiskArgs(initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
-                    image=args.image, size=BOOT_DISK_GB, type="hyperdisk-balanced")),
-                network_interfaces=nics,
-                scheduling=gcp.compute.InstanceSchedulingArgs(on_host_maintenance="TERMINATE", automatic_restart=True),
-                resource_policies=self.placement.self_link, metadata=metadata,
-                labels={**labels, "clustersmith-role": m.role.replace("_", "-")}, opts=child)
-            self.instances.append(inst)
-            rails = [RailOut(index=r, kind="mrdma", prefix=rail_prefix,
-                             address=inst.network_interfaces.apply(lambda ns, k=HOST_NICS + r: ns[k].network_ip))
-                     for r in range(args.rails)]
-            hosts.append(HostOut(m, inst.network_interfaces.apply(lambda ns: ns[0].network_ip), args.ssh_user, rails))
         for m in mons:
             inst = gcp.compute.Instance(
                 m.name, name=m.name, project=args.project, zone=args.zone, machine_type=m.node_type,
@@ -165,5 +203,5 @@ class GcpCluster(pulumi.ComponentResource):
             fs_out = self.file_system.mount_point.apply(lambda mount: {
                 "service": fs.service, "capacity_gib": fs.capacity_gib,
                 "throughput_mbps": round(fs.throughput.value.value / 1e6), "mount": mount or ""})
-        self.outputs = stack_outputs(args.design, "gcp", hosts, fs_out)
+        self.outputs = stack_outputs(args.design, "gcp", hosts, fs_out, fleets)
         self.register_outputs({"outputs": self.outputs})

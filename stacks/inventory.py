@@ -1,7 +1,8 @@
 """Stack outputs -> the Ansible inventory (the format in blueprints/templates/ansible/README.md).
 
 The outputs come from the stack itself (Automation API, ``clustersmith inventory --from-stack``) or from a
-JSON file (``pulumi stack output clustersmith --json > outputs.json``; ``--outputs outputs.json``).
+JSON file (``pulumi stack output clustersmith --json > outputs.json``; ``--outputs outputs.json``). On the clouds
+they name the fleets, whose instances are read and named from the provider's API (``with_fleet_hosts``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import yaml
 from pydantic import ValidationError
 
 from blueprints.errors import ClusterSmithError, Problem
+from stacks.fleet_inventory import FleetClient, resolve
 from stacks.outputs import OUTPUT_NAME, StackOutputs
 
 GROUP_ORDER = ("storage_targets", "gpu_clients", "monitoring")
@@ -37,6 +39,18 @@ def build(outputs: StackOutputs) -> dict[str, Any]:
     if outputs.file_system is not None:
         top["clustersmith_file_system"] = outputs.file_system.model_dump()
     return {"all": {"vars": top, "children": children}}
+
+
+def with_fleet_hosts(outputs: StackOutputs, source: str, client: FleetClient | None = None) -> StackOutputs:
+    """The outputs with the fleets' instances named as the Blueprint's hosts, read from the provider's API
+    (``stacks.fleet_inventory``); outputs without fleets (bare metal) as they are."""
+    if not outputs.fleets:
+        return outputs
+    if client is None:
+        from stacks.fleet_clients import client_for
+
+        client = client_for(outputs.provider)
+    return resolve(outputs, client, source)
 
 
 def write(outputs: StackOutputs, path: Path) -> Path:

@@ -12,6 +12,7 @@ from pathlib import PurePath
 from pydantic import BaseModel, ConfigDict, Field
 
 from blueprints.blueprint import Blueprint, ManagedFsPlan
+from blueprints.fleet_plan import FleetsPlan
 from blueprints.hosts import INVENTORY_GROUPS, HostRole, InventoryGroup, expand
 
 
@@ -90,6 +91,14 @@ class ClusterArgs(_Frozen):
         return [m for m in self.machines if m.role == role]
 
 
+def fleets_of(bp: Blueprint) -> FleetsPlan:
+    """The Blueprint's fleets; a cloud Blueprint written before fleets were planned is refused by name."""
+    if bp.fleets is None:
+        raise StackError(f"the {bp.target.provider} stack provisions the GPU nodes as fleets and this Blueprint "
+                         "plans none (blueprint.yaml predates them): run `clustersmith build` again")
+    return bp.fleets
+
+
 def machines(bp: Blueprint) -> tuple[Machine, ...]:
     """Every planned machine, named by the Blueprint's one naming rule (``blueprints.hosts.expand``)."""
     return tuple(Machine(name=h.name, role=h.role, node_type=h.node_type, index=h.index) for h in expand(bp.hosts))
@@ -99,6 +108,7 @@ class CloudClusterArgs(ClusterArgs):
     """What the three clouds add: the planned managed file system and how to reach the machines."""
 
     file_system: ManagedFsPlan | None
+    fleets: FleetsPlan = Field(description="The fleet resources the GPU nodes are provisioned as (Blueprint.fleets)")
     network: str = Field(description="The network the stack creates for the hosts (target.management_network)")
     ssh_public_key: str | None = None
     ssh_user: str

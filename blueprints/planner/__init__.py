@@ -17,6 +17,7 @@ from blueprints.planner.acceptance import plan_acceptance
 from blueprints.planner.compute import plan_compute
 from blueprints.planner.context import PlanContext
 from blueprints.planner.fabric import plan_fabric
+from blueprints.planner.fleets import plan_fleets
 from blueprints.planner.hosts import host_groups
 from blueprints.planner.lab import plan_lab, with_own_namespaces
 from blueprints.planner.monitoring import plan_monitoring
@@ -98,9 +99,15 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
                      "deploys measures request latency, so no alert reads it; acceptance does not run inference "
                      "load")
     notes.extend(nccl.notes)
+    hosts = host_groups(ctx, compute, storage)
+    fleets = plan_fleets(ctx, hosts)
+    if fleets is not None and fleets.count.value > 1 and req.target.provider == "azure":
+        notes.append(f"azure: {fleets.count.value} scale sets, so {fleets.count.value} InfiniBand partitions; NCCL "
+                     "has no InfiniBand path between them: a job must stay within one partition, and an NCCL run over "
+                     "every GPU node (acceptance's) cannot use InfiniBand across them")
     bp = Blueprint(
         name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, target=plan_target(req, network),
-        hosts=host_groups(ctx, compute, storage), compute=compute, fabric=fabric,
+        hosts=hosts, fleets=fleets, compute=compute, fabric=fabric,
         storage_fabric=plan_storage_fabric(ctx, compute, storage), qos=qos, nccl=nccl,
         storage=storage, monitoring=monitoring, acceptance=acceptance, lab=lab, notes=tuple(notes),
     )

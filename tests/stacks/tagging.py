@@ -24,6 +24,8 @@ def assert_every_resource_labelled(mocks: CheckingMocks, design: str, spec: str)
             continue
         value = plain(r.inputs).get(key)
         assert value, f"{r.typ} {r.name}: no {key}"
+        if isinstance(value, list) and all(isinstance(t, dict) and {"key", "value"} <= set(t) for t in value):
+            value = {t["key"]: t["value"] for t in value}  # an Auto Scaling group's tags: key, value, propagate
         if isinstance(value, dict):
             got = set(value.values())
             assert design in got or design.replace("_", "-") in got, f"{r.typ} {r.name}: {key} {value}"

@@ -20,13 +20,23 @@ def built(llm16k_stack: Constructed) -> Constructed:
     return llm16k_stack
 
 
-def test_one_instance_per_planned_machine(built: Constructed, llm16k: Blueprint) -> None:
+def test_gpu_nodes_are_one_auto_scaling_group_of_the_planned_size(built: Constructed, llm16k: Blueprint) -> None:
+    assert llm16k.fleets is not None
+    (fleet,) = llm16k.fleets.fleets
+    (group,) = built.mocks.of_type("aws:autoscaling/group:Group")
+    inputs = plain(group.inputs)
+    assert inputs["minSize"] == inputs["maxSize"] == inputs["desiredCapacity"] == fleet.size == 2048
+    assert inputs["name"] == "llm-training-16k-gpu-fleet-1"
+    tags = {t["key"]: t["value"] for t in inputs["tags"]}
+    assert tags["clustersmith:fleet"] == "gpu-fleet-1" and tags["clustersmith:role"] == "gpu_client"
+    assert tags["clustersmith:design"] == "llm-training-16k"
+    assert all(t["propagateAtLaunch"] for t in inputs["tags"]), "instances must carry the tags inventory lists by"
+    (subnet,) = [s for s in built.mocks.of_type("aws:ec2/subnet:Subnet") if s.name.endswith("-compute")]
+    assert inputs["vpcZoneIdentifiers"] == [f"{subnet.name}-id"]
+    # only the monitoring host is an instance of its own: no resource per GPU node
     instances = built.mocks.of_type("aws:ec2/instance:Instance")
-    planned = sum(g.count for g in llm16k.hosts)
-    assert len(instances) == planned == 2048 + 1
-    gpu = [r for r in instances if plain(r.inputs)["tags"]["clustersmith:role"] == "gpu_client"]
-    assert len(gpu) == llm16k.compute.nodes.value
-    assert {r.name for r in gpu} == {f"gpu-{i}" for i in range(1, 2049)}
+    assert [r.name for r in instances] == ["mon-1"]
+    assert len(built.mocks.resources) < 30
 
 
 def test_gpu_instances_use_the_planned_type_in_the_cluster_placement_group(built: Constructed,
@@ -36,11 +46,12 @@ def test_gpu_instances_use_the_planned_type_in_the_cluster_placement_group(built
     assert inputs["instanceType"] == llm16k.compute.node_type.value == "p5.48xlarge"
     (pg,) = built.mocks.of_type("aws:ec2/placementGroup:PlacementGroup")
     assert plain(pg.inputs)["strategy"] == "cluster"
-    assert inputs["placement"]["groupName"] == f"{pg.name}-0000001"  # the group's (auto-)name
-    assert inputs["placement"]["availabilityZone"] == "us-east-1a"
-    for inst in built.mocks.of_type("aws:ec2/instance:Instance"):
-        if "launchTemplate" in inst.inputs:
-            assert plain(inst.inputs)["launchTemplate"]["id"] == f"{lt.name}-id"
+    (group,) = built.mocks.of_type("aws:autoscaling/group:Group")
+    assert plain(group.inputs)["placementGroup"] == f"{pg.name}-0000001"  # the group's (auto-)name
+    assert plain(group.inputs)["launchTemplate"]["id"] == f"{lt.name}-id"
+    assert "capacityReservationSpecification" not in inputs and "instanceMarketOptions" not in inputs
+    # an Auto Scaling group puts its instances in its own subnets: the template's interfaces name none
+    assert not any("subnetId" in n for n in inputs["networkInterfaces"])
 
 
 def test_one_efa_per_rail_and_one_ena(built: Constructed, llm16k: Blueprint) -> None:
@@ -85,12 +96,36 @@ def test_tags_and_secrets(built: Constructed, llm16k: Blueprint) -> None:
     assert_no_plaintext_secret(built.mocks, built.outputs, secrets=[])
 
 
-def test_outputs_list_every_host_with_its_efa_rails(built: Constructed) -> None:
-    hosts = built.outputs["hosts"]
-    assert len(hosts) == 2049
-    gpu = next(h for h in hosts if h["name"] == "gpu-1")
-    assert gpu["address"].startswith("10.") and gpu["user"] == "ubuntu"
-    assert [r["network_card"] for r in gpu["rails"]] == list(range(32))
+def test_outputs_name_the_fleet_and_its_efa_rails(built: Constructed) -> None:
+    assert [h["name"] for h in built.outputs["hosts"]] == ["mon-1"]
+    (fleet,) = built.outputs["fleets"]
+    assert fleet["ref"] == {"provider": "aws", "region": "us-east-1", "group": "llm-training-16k-gpu-fleet-1"}
+    assert (fleet["name_prefix"], fleet["first"], fleet["size"], fleet["host_tag"]) == (
+        "gpu-", 1, 2048, "clustersmith:host")
+    assert fleet["user"] == "ubuntu"
+    assert [r["network_card"] for r in fleet["rails"]] == list(range(32))
+
+
+def _small(**target: object) -> dict[str, object]:
+    doc = example("llm-training-16k.yaml", compute__gpus=64, performance__storage__read_throughput=">=50GB/s",
+                  performance__storage__write_throughput=">=10GB/s", data__training_set="50TB",
+                  data__validation_set="1TB", data__checkpoint_size="1TB")
+    doc["target"].update(target)
+    return doc
+
+
+@pytest.mark.parametrize(("target", "market"), [({"capacity_reservation": "cr-0123456789abcdef0"}, None),
+                                                 ({"capacity_reservation": "cr-0123456789abcdef0",
+                                                   "capacity_block": True}, "capacity-block")])
+def test_a_capacity_reservation_or_block_the_spec_names_is_targeted(target: dict[str, object],
+                                                                    market: str | None) -> None:
+    bp = blueprint_of(_small(**target))
+    assert bp.fleets is not None and bp.fleets.capacity.reservation == "cr-0123456789abcdef0"
+    (lt,) = construct(bp).mocks.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+    inputs = plain(lt.inputs)
+    assert inputs["capacityReservationSpecification"]["capacityReservationTarget"] == {
+        "capacityReservationId": "cr-0123456789abcdef0"}
+    assert inputs.get("instanceMarketOptions", {}).get("marketType") == market
 
 
 def test_missing_zone_is_a_clear_error() -> None:
@@ -107,8 +142,7 @@ def test_every_instance_has_encrypted_ebs_and_imdsv2(built: Constructed) -> None
     lt = plain(template.inputs)
     assert [m["ebs"]["encrypted"] for m in lt["blockDeviceMappings"]] == ["true"]
     assert lt["metadataOptions"]["httpTokens"] == "required"
-    standalone = [plain(i.inputs) for i in built.mocks.of_type("aws:ec2/instance:Instance")
-                  if "launchTemplate" not in plain(i.inputs)]
+    standalone = [plain(i.inputs) for i in built.mocks.of_type("aws:ec2/instance:Instance")]
     assert standalone, "the monitoring host is an instance of its own"
     for inst in standalone:
         assert inst["rootBlockDevice"]["encrypted"] is True

@@ -26,26 +26,39 @@ def built(nd: Blueprint) -> Constructed:
     return construct(nd, StackConfig(ssh_public_key=SSH_KEY, admin_cidr="192.0.2.0/24"))
 
 
-def test_one_vm_and_nic_per_machine(built: Constructed, nd: Blueprint) -> None:
-    vms = built.mocks.of_type("azure-native:compute:VirtualMachine")
-    assert len(vms) == len(built.mocks.of_type("azure-native:network:NetworkInterface")) == 33
-    gpu = [plain(v.inputs) for v in vms if v.name.startswith("gpu-")]
-    assert len(gpu) == nd.compute.nodes.value == 32
-    assert {v["hardwareProfile"]["vmSize"] for v in gpu} == {"Standard_ND96isr_H100_v5"}
-    assert all(v["osProfile"]["linuxConfiguration"]["disablePasswordAuthentication"] for v in gpu)
-    for nic in built.mocks.of_type("azure-native:network:NetworkInterface"):
-        assert plain(nic.inputs)["enableAcceleratedNetworking"] is True
-
-
-def test_gpu_vms_share_one_infiniband_availability_set(built: Constructed) -> None:
-    (aset,) = built.mocks.of_type("azure-native:compute:AvailabilitySet")
+def test_gpu_nodes_are_one_flexible_scale_set(built: Constructed, nd: Blueprint) -> None:
+    (vmss,) = built.mocks.of_type("azure-native:compute:VirtualMachineScaleSet")
+    inputs = plain(vmss.inputs)
+    assert inputs["orchestrationMode"] == "Flexible" and inputs["platformFaultDomainCount"] == 1
+    assert inputs["sku"] == {"name": "Standard_ND96isr_H100_v5", "tier": "Standard", "capacity": 32}
+    profile = inputs["virtualMachineProfile"]
+    assert profile["osProfile"]["linuxConfiguration"]["disablePasswordAuthentication"] is True
+    (nic,) = profile["networkProfile"]["networkInterfaceConfigurations"]
+    assert nic["enableAcceleratedNetworking"] is True and profile["networkProfile"]["networkApiVersion"]
     (ppg,) = built.mocks.of_type("azure-native:compute:ProximityPlacementGroup")
-    assert plain(aset.inputs)["proximityPlacementGroup"]["id"] == f"{ppg.name}-id"
-    gpu = [plain(v.inputs) for v in built.mocks.of_type("azure-native:compute:VirtualMachine")
-           if v.name.startswith("gpu-")]
-    assert {v["availabilitySet"]["id"] for v in gpu} == {f"{aset.name}-id"}
-    rails = next(h for h in built.outputs["hosts"] if h["name"] == "gpu-1")["rails"]
-    assert [r["netdev"] for r in rails] == [f"ib{i}" for i in range(8)]
+    assert inputs["proximityPlacementGroup"]["id"] == f"{ppg.name}-id"
+    assert inputs["tags"]["clustersmith:fleet"] == "gpu-fleet-1"
+    assert [v.name for v in built.mocks.of_type("azure-native:compute:VirtualMachine")] == ["mon-1"]
+    (fleet,) = built.outputs["fleets"]
+    assert fleet["ref"] == {"provider": "azure", "scale_set_id": f"{vmss.name}-id"}
+    assert [r["netdev"] for r in fleet["rails"]] == [f"ib{i}" for i in range(8)]
+
+
+def test_scale_sets_hold_at_most_a_thousand_vms_one_infiniband_partition_each() -> None:
+    doc = example("llm-training-16k.yaml", compute__gpus=8 * 2500, compute__instance_type="Standard_ND96isr_H100_v5",
+                  target={"provider": "azure", "region": "eastus"},
+                  performance__storage__read_throughput=">=50GB/s", performance__storage__write_throughput=">=10GB/s",
+                  data__training_set="50TB", data__validation_set="1TB", data__checkpoint_size="1TB")
+    bp = blueprint_of(doc)
+    assert bp.fleets is not None
+    assert [(f.first, f.size, f.ib_partition) for f in bp.fleets.fleets] == [(1, 834, 0), (835, 833, 1),
+                                                                            (1668, 833, 2)]
+    assert bp.fleets.count.derived_from.formula.startswith("ceil(2500 / 1000) = 3 fleets")
+    assert any("3 InfiniBand partitions" in n for n in bp.notes)
+    built = construct(bp, StackConfig(ssh_public_key=SSH_KEY))
+    sets = [plain(v.inputs) for v in built.mocks.of_type("azure-native:compute:VirtualMachineScaleSet")]
+    assert [s["sku"]["capacity"] for s in sets] == [834, 833, 833]
+    assert len(built.mocks.of_type("azure-native:compute:ProximityPlacementGroup")) == 3
 
 
 def test_managed_lustre_is_sized_by_the_planner(built: Constructed, nd: Blueprint) -> None:

@@ -7,8 +7,20 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
+from stacks import fleet_clients
 from stacks.deploy import DeployOptions, deploy
+from stacks.outputs import StackOutputs
 from tests.stacks.conftest import SSH_KEY, blueprint_of, construct, example
+from tests.stacks.fleet_fakes import FakeFleets
+
+
+def launch_fleets(monkeypatch: pytest.MonkeyPatch, outputs: Path) -> None:
+    """The inventory step reads the fleets' instances from the provider: here an in-memory one, every fleet at its
+    planned size."""
+    parsed = StackOutputs.parse(json.loads(outputs.read_text())["clustersmith"])
+    monkeypatch.setattr(fleet_clients, "client_for", lambda provider: FakeFleets.launched(parsed))
 
 
 def small_aws_outputs(path: Path) -> Path:
@@ -21,10 +33,11 @@ def small_aws_outputs(path: Path) -> Path:
     return path
 
 
-def test_skip_then_resume_then_redo(built_examples: Path, tmp_path: Path) -> None:
+def test_skip_then_resume_then_redo(built_examples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     work = tmp_path / "llm-training-16k"
     shutil.copytree(built_examples / "llm-training-16k", work)
     outputs = small_aws_outputs(tmp_path / "outputs.json")
+    launch_fleets(monkeypatch, outputs)
     log: list[str] = []
 
     state = deploy(work, DeployOptions(skip=("up", "site", "accept"), outputs=outputs), log.append)

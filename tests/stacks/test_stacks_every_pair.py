@@ -96,6 +96,8 @@ def test_what_build_writes_constructs_or_build_refuses_by_name(
     out = StackOutputs.parse(built.outputs)
     bp = load_blueprint(folder)
     assert out.provider == provider
-    assert len(out.hosts) == sum(g.count for g in bp.hosts)
-    gpu_hosts = [h for h in out.hosts if h.role == "gpu_client"]
+    fleet_hosts = [n for f in out.fleets for n in f.host_names()]
+    assert len(out.hosts) + len(fleet_hosts) == sum(g.count for g in bp.hosts)
+    gpu_hosts = [h.name for h in out.hosts if h.role == "gpu_client"] + fleet_hosts
     assert len(gpu_hosts) == bp.compute.nodes.value == GPUS // bp.compute.gpus_per_node
+    assert bool(out.fleets) == (provider != "baremetal"), "the clouds provision GPU nodes as fleets"

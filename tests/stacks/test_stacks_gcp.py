@@ -24,13 +24,19 @@ def built(recsys: Blueprint) -> Constructed:
     return construct(recsys, StackConfig(ssh_public_key=SSH_KEY, project="clustersmith-test"))
 
 
-def test_one_vm_per_planned_machine_of_the_planned_type(built: Constructed, recsys: Blueprint) -> None:
-    vms = built.mocks.of_type("gcp:compute/instance:Instance")
-    assert len(vms) == sum(g.count for g in recsys.hosts) == 33
-    gpu = [plain(v.inputs) for v in vms if v.name.startswith("gpu-")]
-    assert len(gpu) == recsys.compute.nodes.value
-    assert {v["machineType"] for v in gpu} == {recsys.compute.node_type.value} == {"a3-ultragpu-8g"}
-    assert all(v["zone"] == "us-central1-a" for v in gpu)
+def test_gpu_nodes_are_a_managed_instance_group_of_the_planned_type(built: Constructed, recsys: Blueprint) -> None:
+    (group,) = built.mocks.of_type("gcp:compute/instanceGroupManager:InstanceGroupManager")
+    inputs = plain(group.inputs)
+    assert inputs["targetSize"] == recsys.compute.nodes.value == 32
+    assert inputs["zone"] == "us-central1-a" and inputs["name"] == "recsys-inference-gpu-fleet-1"
+    (template,) = built.mocks.of_type("gcp:compute/instanceTemplate:InstanceTemplate")
+    assert inputs["versions"][0]["instanceTemplate"].startswith(f"https://www.googleapis.com/compute/v1/projects/p/"
+                                                                 f"{template.name}")
+    t = plain(template.inputs)
+    assert t["machineType"] == recsys.compute.node_type.value == "a3-ultragpu-8g"
+    assert t["labels"]["clustersmith-fleet"] == "gpu-fleet-1" and t["labels"]["clustersmith-role"] == "gpu-client"
+    assert "reservationAffinity" not in t
+    assert [v.name for v in built.mocks.of_type("gcp:compute/instance:Instance")] == ["mon-1"]
 
 
 def test_each_rail_is_an_mrdma_nic_on_the_roce_profile(built: Constructed, recsys: Blueprint) -> None:
@@ -40,17 +46,33 @@ def test_each_rail_is_an_mrdma_nic_on_the_roce_profile(built: Constructed, recsy
     assert rdma["mtu"] == 8896
     rails = [s for s in built.mocks.of_type("gcp:compute/subnetwork:Subnetwork") if "rail" in s.name]
     assert len(rails) == recsys.compute.rails.value == 8
-    vm = plain(next(v for v in built.mocks.of_type("gcp:compute/instance:Instance") if v.name == "gpu-1").inputs)
-    kinds = [n["nicType"] for n in vm["networkInterfaces"]]
-    assert kinds == ["GVNIC", "GVNIC"] + ["MRDMA"] * 8
-    assert vm["scheduling"]["onHostMaintenance"] == "TERMINATE"
+    (template,) = built.mocks.of_type("gcp:compute/instanceTemplate:InstanceTemplate")
+    t = plain(template.inputs)
+    assert [n["nicType"] for n in t["networkInterfaces"]] == ["GVNIC", "GVNIC"] + ["MRDMA"] * 8
+    assert t["scheduling"]["onHostMaintenance"] == "TERMINATE"
 
 
-def test_vms_share_a_compact_placement_policy(built: Constructed) -> None:
+def test_each_group_has_a_compact_placement_policy(built: Constructed) -> None:
     (policy,) = built.mocks.of_type("gcp:compute/resourcePolicy:ResourcePolicy")
     assert plain(policy.inputs)["groupPlacementPolicy"]["collocation"] == "COLLOCATED"
-    gpu = [plain(v.inputs) for v in built.mocks.of_type("gcp:compute/instance:Instance") if v.name.startswith("gpu")]
-    assert all("resourcePolicies" in v for v in gpu)
+    (template,) = built.mocks.of_type("gcp:compute/instanceTemplate:InstanceTemplate")
+    assert plain(template.inputs)["resourcePolicies"] == f"https://www.googleapis.com/compute/v1/projects/p/{policy.name}"
+
+
+def test_more_than_a_thousand_nodes_are_split_into_groups_and_a_reservation_is_consumed() -> None:
+    bp = blueprint_of(example("recsys-inference.yaml", compute__gpus=8 * 2001, target__project="p",
+                              target__reservation="a3u-block-1"))
+    assert bp.fleets is not None
+    assert [(f.first, f.size) for f in bp.fleets.fleets] == [(1, 667), (668, 667), (1335, 667)]
+    built = construct(bp, StackConfig(ssh_public_key=SSH_KEY))
+    groups = [plain(g.inputs) for g in built.mocks.of_type("gcp:compute/instanceGroupManager:InstanceGroupManager")]
+    assert [g["targetSize"] for g in groups] == [667, 667, 667]
+    assert len(built.mocks.of_type("gcp:compute/resourcePolicy:ResourcePolicy")) == 3
+    for template in built.mocks.of_type("gcp:compute/instanceTemplate:InstanceTemplate"):
+        assert plain(template.inputs)["reservationAffinity"] == {
+            "type": "SPECIFIC_RESERVATION", "specificReservation": {
+                "key": "compute.googleapis.com/reservation-name", "values": ["a3u-block-1"]}}
+    assert [f["first"] for f in built.outputs["fleets"]] == [1, 668, 1335]
 
 
 def test_managed_lustre_capacity_and_throughput_come_from_the_blueprint(built: Constructed,
@@ -71,8 +93,10 @@ def test_managed_lustre_capacity_and_throughput_come_from_the_blueprint(built: C
 def test_labels_rails_and_secrets(built: Constructed) -> None:
     assert_every_resource_labelled(built.mocks, "recsys-inference", "recsys-inference.yaml")
     assert_no_plaintext_secret(built.mocks, built.outputs, secrets=[])
-    gpu = next(h for h in built.outputs["hosts"] if h["name"] == "gpu-1")
-    assert len(gpu["rails"]) == 8 and all(r["kind"] == "mrdma" and r["address"] for r in gpu["rails"])
+    (fleet,) = built.outputs["fleets"]
+    assert len(fleet["rails"]) == 8 and all(r["kind"] == "mrdma" and r["prefix"] for r in fleet["rails"])
+    assert fleet["ref"] == {"provider": "gcp", "project": "clustersmith-test", "zone": "us-central1-a",
+                            "group": "recsys-inference-gpu-fleet-1"}
 
 
 def test_missing_project_is_a_clear_error(recsys: Blueprint) -> None:

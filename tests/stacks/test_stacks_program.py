@@ -18,14 +18,15 @@ from tests.stacks.test_stacks_baremetal import machines_file
 
 def test_aws_example_program(llm16k_stack: Constructed) -> None:
     out = StackOutputs.parse(llm16k_stack.outputs)
-    assert out.provider == "aws" and len(out.hosts) == 2049
+    assert out.provider == "aws" and len(out.hosts) == 1
+    assert [(f.name, f.size) for f in out.fleets] == [("gpu-fleet-1", 2048)]
 
 
 def test_gcp_example_program(built_examples: Path) -> None:
     built = run_program(built_examples / "recsys-inference" / "pulumi",
                         {"clustersmith:sshPublicKey": SSH_KEY, "clustersmith:project": "clustersmith-test"})
     out = StackOutputs.parse(built.outputs)
-    assert out.provider == "gcp" and len(out.hosts) == 33
+    assert out.provider == "gcp" and len(out.hosts) + sum(f.size for f in out.fleets) == 33
     assert out.file_system is not None and out.file_system.capacity_gib == 108000
 
 
@@ -47,11 +48,16 @@ def test_static_example_program_needs_the_racks_filled_in(built_examples: Path, 
 
 
 def test_stack_outputs_become_the_ansible_inventory(llm16k_stack: Constructed, tmp_path: Path) -> None:
-    path = inventory.write(StackOutputs.parse(llm16k_stack.outputs), tmp_path / "inventory.yml")
+    from stacks.fleet_inventory import resolve
+    from tests.stacks.fleet_fakes import FakeFleets
+
+    outputs = StackOutputs.parse(llm16k_stack.outputs)
+    resolved = resolve(outputs, FakeFleets.launched(outputs), "test")
+    path = inventory.write(resolved, tmp_path / "inventory.yml")
     doc = yaml.safe_load(path.read_text())
     children = doc["all"]["children"]
     assert set(children) == {"storage_targets", "gpu_clients", "monitoring"}
-    assert len(children["gpu_clients"]["hosts"]) == 2048
+    assert list(children["gpu_clients"]["hosts"]) == [f"gpu-{i}" for i in range(1, 2049)]
     assert list(children["monitoring"]["hosts"]) == ["mon-1"]
     gpu = children["gpu_clients"]["hosts"]["gpu-1"]
     assert gpu["ansible_host"].startswith("10.") and gpu["ansible_user"] == "ubuntu"
