@@ -46,6 +46,7 @@ SEQ_BS = "1M"
 MIB = 1 << 20
 SHARE_OF_TIER = 0.5  # issue 18: the acceptance working set stays within half the tier's free capacity
 SMALLEST_FILE = SEQ_DEPTH * MIB  # a sequential job keeps SEQ_DEPTH 1M I/Os in flight inside its own file
+CACHE_PASS_BOUND = 600  # seconds: a bound on one read pass of the cache check, not its expected length
 LATENCY_PURPOSE = "4k random read completion latency on the node's own NVMe-oF namespace, behind its cache"
 
 
@@ -125,9 +126,37 @@ def plan_footprint(compute: ComputePlan, storage: StoragePlan, workload: FioWork
     )
 
 
+def _cache_workload(storage: StoragePlan, common: dict[str, object], jobs: Traced[int]) -> FioWorkload | None:
+    """The FS-Cache check's reads: buffered (the page cache dropped before each pass), one whole pass over files that
+    fit half the cache, run twice; the second pass must be served by the cache."""
+    fscache = storage.shared.fscache
+    if fscache is None:
+        return None
+    size = common["size"]
+    assert isinstance(size, Traced)
+    room = fscache.size.value.value * SHARE_OF_TIER / jobs.value
+    each = min(float(size.value.value), room) // MIB * MIB
+    if each < SMALLEST_FILE:
+        return None
+    spec = list(dict.fromkeys([*size.derived_from.spec, *fscache.size.derived_from.spec]))
+    cache_size = traced(Size.of(each), spec, "acceptance.cache_files_fit_half_the_cache",
+                        f"min(the workloads' {size.value}, half the node's {fscache.size.value} FS-Cache / "
+                        f"{jobs.value} files = {Size.of(room)}), whole MiB = {Size.of(each)}")
+    return FioWorkload(name="cache_read", purpose="FS-Cache: a first read pass fills the cache, a second must be "
+                       "served by it (the kernel's FS-Cache counters read before and after each pass)", rw="read",
+                       bs=SEQ_BS, iodepth=traced(1, ["data.hot_fraction"], "acceptance.cache_read_depth",
+                                                 "buffered reads: the page cache issues them, one job per GPU"),
+                       numjobs=jobs, size=cache_size, ramp_s=0, log_avg_ms=LOG_AVG_MS, on="shared", direct=False,
+                       time_based=False,
+                       runtime_s=traced(CACHE_PASS_BOUND, ["target.provider"], "acceptance.cache_pass_bound",
+                                        f"one pass reads its files and stops; {CACHE_PASS_BOUND} s bounds a pass "
+                                        "that hangs"))
+
+
 def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[FioWorkload, ...]:
     runtime, ramp, size, why = _shape(ctx)
-    shared: ScratchFs = "shared" if storage.ceph is not None else "tier"
+    shared: ScratchFs = "shared"
+    own: ScratchFs = "tier" if storage.cache is not None else "shared"
     jobs = traced(compute.gpus_per_node, ["compute.accelerator", "compute.gpus"], "acceptance.fio_job_per_gpu",
                   f"one reader per GPU: {compute.gpus_per_node} GPUs per node")
     spec = ["target.provider"]
@@ -147,29 +176,28 @@ def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan)
                                      bs=SEQ_BS, iodepth=depth, on=shared, **common))
     workloads += [
         FioWorkload(name="rand_read_4k", purpose=LATENCY_PURPOSE if storage.nvmeof is not None else
-                    "4k random read completion latency", rw="randread", bs="4k", iodepth=lat_depth, on="tier",
-                    **common),
+                    "4k random read completion latency on the shared file system", rw="randread", bs="4k",
+                    iodepth=lat_depth, on=own, **common),
         FioWorkload(name="mixed", purpose="the design's mixed workload, data verified", rw="randrw",
                     bs="4k-1M", rwmixread=70, iodepth=depth, verify="crc32c", on=shared, **common),
     ]
-    return tuple(workloads)
+    cache = _cache_workload(storage, common, jobs)
+    return tuple(workloads) + ((cache,) if cache is not None else ())
 
 
 def plan_scratch(storage: StoragePlan) -> tuple[ScratchArea, ...]:
     tier = ScratchArea(kind="directory", path=SCRATCH_DIR, mount=TIERED_MOUNT, role="gpu_client", fs="tier",
                        derived_from=Provenance(spec=("data.training_set",), rule="acceptance.scratch_on_tiered_fs",
                                                formula=f"acceptance writes only its own files in {SCRATCH_DIR}"))
-    if storage.ceph is None:
-        return (tier,)
-    ceph = storage.ceph
-    hot = next(p for p in ceph.pools if p.tier == "hot")
-    path = f"{ceph.mount.mount_point}{hot.directory}/{SCRATCH_NAME}"
-    shared = ScratchArea(kind="directory", path=path, mount=ceph.mount.mount_point, role="gpu_client", fs="shared",
-                         derived_from=Provenance(spec=("data.training_set", "data.hot_fraction"),
+    fs = storage.shared
+    path = fs.scratch_dir
+    where = (f"CephFS's hot directory, laid out on pool {next(p.name for p in storage.ceph.pools if p.tier == 'hot')}"
+             if storage.ceph is not None else fs.described)
+    shared = ScratchArea(kind="directory", path=path, mount=fs.mount_point, role="gpu_client", fs="shared",
+                         derived_from=Provenance(spec=tuple(fs.engine.derived_from.spec),
                                                  rule="acceptance.scratch_on_shared_fs",
-                                                 formula=f"acceptance writes only its own files in {path}: CephFS's "
-                                                         f"{hot.directory} directory, laid out on pool {hot.name}"))
-    return shared, tier
+                                                 formula=f"acceptance writes only its own files in {path}: {where}"))
+    return (shared, tier) if storage.cache is not None else (shared,)
 
 
 def workload_args(w: FioWorkload) -> dict[str, str]:
