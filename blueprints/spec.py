@@ -230,8 +230,7 @@ ExternalType = Literal["nfs", "lustre", "weka", "vast", "gpfs"]
 NFS_TYPES = ("nfs", "vast")
 # The mount options the planner sets itself (the transport, the NFS version, FS-Cache, the systemd ordering): the
 # spec's own options may not repeat or contradict them.
-PLANNER_OPTIONS = ("proto", "rdma", "port", "vers", "nfsvers", "fsc", "_netdev", "x-systemd.requires",
-                   "x-systemd.after")
+PLANNER_OPTIONS = ("proto", "rdma", "port", "nconnect", "fsc", "_netdev", "x-systemd.requires", "x-systemd.after")
 SAFE_PATH = re.compile(r"^/[A-Za-z0-9._+@/-]*[A-Za-z0-9._+@-]$")
 OPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*(=[A-Za-z0-9_.:/@+-]+)?$")
 HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}"

@@ -185,16 +185,14 @@ def _external_options(ext: ExternalStorage) -> tuple[str, str, tuple[str, ...]]:
 def _capability(ext: ExternalStorage) -> SharedCapability:
     cap = ext.capability
 
-    def stated(value: Rate | Size | None, path: str) -> object:
-        if value is None:
-            return None
-        return traced(value, [f"storage.external.capability.{path}"], "storage.external_capability_as_stated",
-                      "as the spec states it; acceptance measures it").model_dump(mode="json")
+    def why(path: str) -> tuple[list[str], str, str]:
+        return [f"storage.external.capability.{path}"], "storage.external_capability_as_stated", \
+            "as the spec states it; acceptance measures it"
 
-    return SharedCapability.model_validate({
-        "read_throughput": stated(cap.read_throughput, "read_throughput"),
-        "write_throughput": stated(cap.write_throughput, "write_throughput"),
-        "capacity": stated(cap.capacity, "capacity")})
+    return SharedCapability(
+        read_throughput=traced(cap.read_throughput, *why("read_throughput")) if cap.read_throughput else None,
+        write_throughput=traced(cap.write_throughput, *why("write_throughput")) if cap.write_throughput else None,
+        capacity=traced(cap.capacity, *why("capacity")) if cap.capacity else None)
 
 
 def plan_external_mount(ctx: PlanContext, compute: ComputePlan, ext: ExternalStorage) -> SharedFsPlan:
