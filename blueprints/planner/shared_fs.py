@@ -25,7 +25,7 @@ from blueprints.blueprint import (
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.planner.storage_fabric import client_rails
 from blueprints.spec import ExternalStorage
-from blueprints.units import Rate, Ratio, Size
+from blueprints.units import Ratio, Size
 
 LUSTRE_MOUNT = "/mnt/lustre"
 SCRATCH_NAME = ".clustersmith-accept"

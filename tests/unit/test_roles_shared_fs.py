@@ -25,9 +25,11 @@ fscache_volume = load("shared_fs", "fscache_volume.py")
 # Each provider's documented mount, as its own page writes it (What, Type, Options), with the stack's output in the
 # form the same page names the file system by:
 # - AWS: `sudo mount -t lustre -o relatime,flock file_system_dns_name@tcp:/mountname /fsx`
-#   (https://docs.aws.amazon.com/fsx/latest/LustreGuide/mounting-ec2-instance.html; stacks/aws.py: dns_name@tcp:/mount_name)
+#   (https://docs.aws.amazon.com/fsx/latest/LustreGuide/mounting-ec2-instance.html;
+#   stacks/aws.py: dns_name@tcp:/mount_name)
 # - Google Cloud: `sudo mount -t lustre IP_ADDRESS@tcp:/FILESYSTEM_NAME MOUNT_POINT`
-#   (https://cloud.google.com/managed-lustre/docs/connect-from-compute-engine; stacks/gcp.py: the instance's mount_point)
+#   (https://cloud.google.com/managed-lustre/docs/connect-from-compute-engine;
+#   stacks/gcp.py: the instance's mount_point)
 # - Azure: `mount -t lustre -o noatime,flock MGS_IP@tcp:/lustrefs MOUNT_POINT` (Azure Managed Lustre's client
 #   connection page; its CSI StorageClass mountOptions noatime, flock; stacks/azure.py: mgs_address@tcp:/lustrefs)
 DOCUMENTED = {
@@ -185,7 +187,7 @@ def test_fscache_volume_commands(state: Any, commands: list[list[str]]) -> None:
     (fscache_volume.State(device_vg=None, signature="xfs", extent_size=None, free_on_device=0, lv_size=None,
                           lv_filesystem=""), "/dev/vdb holds a xfs signature; shared_fs never overwrites data"),
     (fscache_volume.State(device_vg="other", signature="", extent_size=None, free_on_device=0, lv_size=None,
-                          lv_filesystem=""), "/dev/vdb belongs to volume group other; expected a free device or one in"),
+                          lv_filesystem=""), "/dev/vdb belongs to volume group other; expected a free device"),
     (fscache_volume.State(device_vg="clustersmith", signature="", extent_size=4 << 20, free_on_device=100 << 20,
                           lv_size=None, lv_filesystem=""), "clustersmith/fscache needs 314572800 bytes on /dev/vdb"),
     (fscache_volume.State(device_vg="clustersmith", signature="", extent_size=4 << 20, free_on_device=0,
