@@ -39,7 +39,9 @@ VOLUME_GROUP = "clustersmith"
 FSCACHE_LV = "fscache"
 FSCACHE_DIR = "/var/cache/fscache"
 FSCACHE_TAG = "clustersmith"
-# cachefilesd.conf(5) defaults: culling starts below bcull 7 % free, stops above brun 10 %, no new data below bstop 3 %.
+# The culling limits of the /etc/cachefilesd.conf cachefilesd ships (and the example in cachefilesd.c's header): culling
+# starts below bcull 7 % free, stops above brun 10 %, no new data below bstop 3 % (cachefilesd.conf(5) names 7, 5
+# and 1 % as the values without a line; the role writes every line).
 CULL = (10, 7, 3)
 # What one disk keeps for LVM (label and metadata in its first MiB, pe_start; vgcreate's 4 MiB extents) and dm-cache's
 # pool metadata beside its data: 64 MiB, a whole number of extents.

@@ -4,6 +4,8 @@ each cloud's unit is checked against the provider's documented mount procedure, 
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +161,34 @@ def test_the_lab_mounts_cephfs_from_its_monitor_with_fscache() -> None:
     assert "cachefilesd.service" in got["After"] and "clustersmith-rdma.service" in got["After"]
 
 
+def role_value(expression: str, role: dict[str, Any]) -> str:
+    """``expression`` as the role's variables evaluate it, with the group_vars ``role``."""
+    variables = {**yaml.safe_load((ROLE / "defaults/main.yml").read_text()),
+                 **yaml.safe_load((ROLE / "vars/main.yml").read_text()), **role}
+    templar = Templar(loader=DataLoader(), variables={k: _trusted(v) for k, v in variables.items()})
+    return str(templar.template(trust_as_template(expression)))
+
+
+# `systemd-escape --path --suffix=mount PATH` (systemd 252, Debian bookworm) for each path, as it printed them
+ESCAPED = {"/mnt/cephfs": "mnt-cephfs.mount", "/mnt/a-b": r"mnt-a\x2db.mount",
+           "/mnt/data+1@x": r"mnt-data\x2b1\x40x.mount", "/.hidden/fs": r"\x2ehidden-fs.mount",
+           "/var/cache/fscache": "var-cache-fscache.mount", "/mnt/x_y:z": "mnt-x_y:z.mount",
+           "/mnt/a.b/c": "mnt-a.b-c.mount"}
+
+
+@pytest.mark.parametrize("path", sorted(ESCAPED))
+def test_mount_units_are_named_as_systemd_names_them(path: str) -> None:
+    """systemd only runs a mount unit whose name is its Where= escaped (systemd.mount(5)); a wrong name is a unit
+    that never mounts. Every character the plan allows in a mount point (letters, digits, . _ + @ / -) is here."""
+    role = {"shared_fs_mount_point": path, "shared_fs_fscache": {"cache_dir": path}}
+    assert role_value("{{ __shared_fs_unit }}", role) == ESCAPED[path]
+    assert role_value("{{ __shared_fs_fscache_unit }}", role) == ESCAPED[path]
+    if shutil.which("systemd-escape"):
+        done = subprocess.run(["systemd-escape", "--path", "--suffix=mount", path], capture_output=True, text=True,
+                              check=True)
+        assert done.stdout.strip() == ESCAPED[path]
+
+
 W = fscache_volume.Wanted(vg="clustersmith", lv="fscache", device="/dev/vdb", size=300 << 20)
 BLANK = fscache_volume.State(device_vg=None, signature="", extent_size=None, free_on_device=0, lv_size=None,
                              lv_filesystem="")
@@ -196,3 +226,13 @@ def test_fscache_volume_commands(state: Any, commands: list[list[str]]) -> None:
 def test_fscache_volume_refuses(state: Any, message: str) -> None:
     with pytest.raises(fscache_volume.VolumeError, match=message.replace("(", r"\(")):
         fscache_volume.decide(W, state)
+
+
+def test_fscache_volume_without_lvm2_is_a_change_under_check_and_a_named_error_otherwise(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under --check the role's lvm2 install only pretends, so the module must not trace back on a host without pvs."""
+    monkeypatch.setattr(fscache_volume.shutil, "which", lambda _: None)
+    params = {"device": "/dev/null", "volume_group": "clustersmith", "logical_volume": "fscache", "size_bytes": 1 << 30}
+    assert fscache_volume.converge(params, check_mode=True)["changed"] is True
+    with pytest.raises(fscache_volume.VolumeError, match="pvs is not on this host: expected lvm2 installed"):
+        fscache_volume.converge(params, check_mode=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 from typing import Any
 
@@ -133,6 +134,11 @@ def converge(params: dict[str, Any], check_mode: bool) -> dict[str, Any]:
                           "(the inventory's disks.fast)")
     w = Wanted(vg=str(params["volume_group"]), lv=str(params["logical_volume"]), device=os.path.realpath(device),
                size=int(params["size_bytes"]))
+    if shutil.which("pvs") is None:
+        if check_mode:  # the role installs lvm2 just before, which --check only pretends to do
+            return {"changed": True, "commands": [], "device": f"/dev/{w.vg}/{w.lv}",
+                    "msg": "lvm2 is not installed yet: the volume would be made once it is"}
+        raise VolumeError("pvs is not on this host: expected lvm2 installed (the role installs it before this step)")
     s = read_state(w)
     cmds = decide(w, s)
     if not check_mode:
