@@ -7,11 +7,12 @@
 
 One job per GPU (each GPU's data loader reads on its own), each on its own scratch file
 (``clustersmith-accept.<host>.<job>``) in a scratch directory; nothing else is written without ``--destructive``.
-Where the design has a shared storage system (Ceph: bare metal, the lab), the throughput, jitter and mixed
-workloads run on it, in its hot directory, from every GPU node at once: they measure the storage system, not the
-client. The latency workload runs on each node's tiered file system, on the node's own NVMe-oF namespace behind
-its cache: device latency over the fabric, and the cache's hit ratio. On the clouds (until their managed Lustre is
-mounted, issue 19) every workload runs on the tiered file system.
+The throughput, jitter and mixed workloads run on the shared file system (CephFS's hot directory, the clouds'
+managed Lustre, the user's external system), from every GPU node at once: they measure the storage system, not the
+client. Where each GPU node owns an NVMe-oF namespace (Ceph designs: bare metal, the lab), the latency workload runs
+on the node's tiered file system, on that namespace behind its dm-cache: device latency over the fabric, and the
+cache's hit ratio. Where no node owns a block device (the clouds, external systems) it runs on the shared mount too.
+Where FS-Cache is planned, a fifth workload, cache_read, reads the shared mount buffered, twice (the cache check).
 
 Every workload reuses the same files, so the run's footprint is one file per job on every GPU node. On the shared
 hot tier all nodes' files together are capped at half its usable capacity (issue 18: the working set stays within
@@ -57,6 +58,13 @@ def _shape(ctx: PlanContext) -> tuple[int, int, Size, str]:
     return 60, 5, Size.parse("4GiB"), "choice: time_based runs loop over the file; 4GiB per job"
 
 
+def _whole_mib(value: float) -> Size:
+    """``value`` rounded down to whole MiB, written in binary units so that it reads back to the same bytes
+    (Size.of writes decimal units to 6 significant figures: 64 MiB would read back as 67108900 bytes)."""
+    mib = int(value) // MIB
+    return Size.parse(f"{mib // 1024}GiB" if mib and mib % 1024 == 0 else f"{mib}MiB")
+
+
 def _hot(storage: StoragePlan) -> Traced[Size]:
     return next(t.usable for t in storage.tiers if t.name == "hot")
 
@@ -100,14 +108,14 @@ def _file_size(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan, cho
     tight = min(rooms, key=lambda r: r.each)
     if choice.value <= tight.each:
         return traced(choice, spec, "acceptance.fio_file_size", f"{why}; " + "; ".join(r.fits for r in rooms))
-    capped = int(tight.each) // MIB * MIB
-    if capped < SMALLEST_FILE:
+    capped = _whole_mib(tight.each)
+    if capped.value < SMALLEST_FILE:
         raise ctx.infeasible("data.training_set",
                              f"acceptance writes one scratch file per GPU, each at least {SMALLEST_FILE // MIB}MiB "
                              f"({SEQ_DEPTH} x {SEQ_BS} in flight per job): {tight.what} = {Size.of(tight.each)} each "
                              f"is left; expected {tight.expected}")
-    return traced(Size.of(capped), spec, "acceptance.fio_file_size",
-                  f"{tight.what} = {Size.of(tight.each)}, whole MiB {Size.of(capped)} (under the {choice} of {why})")
+    return traced(capped, spec, "acceptance.fio_file_size",
+                  f"{tight.what} = {Size.of(tight.each)}, whole MiB {capped} (under the {choice} of {why})")
 
 
 def plan_footprint(compute: ComputePlan, storage: StoragePlan, workload: FioWorkload) -> FioFootprint:
@@ -135,13 +143,13 @@ def _cache_workload(storage: StoragePlan, common: dict[str, object], jobs: Trace
     size = common["size"]
     assert isinstance(size, Traced)
     room = fscache.size.value.value * SHARE_OF_TIER / jobs.value
-    each = min(float(size.value.value), room) // MIB * MIB
-    if each < SMALLEST_FILE:
+    each = _whole_mib(min(size.value.value, room))
+    if each.value < SMALLEST_FILE:
         return None
     spec = list(dict.fromkeys([*size.derived_from.spec, *fscache.size.derived_from.spec]))
-    cache_size = traced(Size.of(each), spec, "acceptance.cache_files_fit_half_the_cache",
+    cache_size = traced(each, spec, "acceptance.cache_files_fit_half_the_cache",
                         f"min(the workloads' {size.value}, half the node's {fscache.size.value} FS-Cache / "
-                        f"{jobs.value} files = {Size.of(room)}), whole MiB = {Size.of(each)}")
+                        f"{jobs.value} files = {Size.of(room)}), whole MiB = {each}")
     return FioWorkload(name="cache_read", purpose="FS-Cache: a first read pass fills the cache, a second must be "
                        "served by it (the kernel's FS-Cache counters read before and after each pass)", rw="read",
                        bs=SEQ_BS, iodepth=traced(1, ["data.hot_fraction"], "acceptance.cache_read_depth",
@@ -156,7 +164,7 @@ def _cache_workload(storage: StoragePlan, common: dict[str, object], jobs: Trace
 def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[FioWorkload, ...]:
     runtime, ramp, size, why = _shape(ctx)
     shared: ScratchFs = "shared"
-    own: ScratchFs = "tier" if storage.cache is not None else "shared"
+    own: ScratchFs = "tier" if storage.nvmeof is not None else "shared"  # the node's own namespace, where it has one
     jobs = traced(compute.gpus_per_node, ["compute.accelerator", "compute.gpus"], "acceptance.fio_job_per_gpu",
                   f"one reader per GPU: {compute.gpus_per_node} GPUs per node")
     spec = ["target.provider"]
@@ -197,7 +205,7 @@ def plan_scratch(storage: StoragePlan) -> tuple[ScratchArea, ...]:
                          derived_from=Provenance(spec=tuple(fs.engine.derived_from.spec),
                                                  rule="acceptance.scratch_on_shared_fs",
                                                  formula=f"acceptance writes only its own files in {path}: {where}"))
-    return (shared, tier) if storage.cache is not None else (shared,)
+    return (shared, tier) if storage.nvmeof is not None else (shared,)
 
 
 def workload_args(w: FioWorkload) -> dict[str, str]:
