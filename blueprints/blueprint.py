@@ -693,6 +693,10 @@ class Check(_Frozen):
 
 
 ScratchFs = Literal["shared", "tier"]
+# The one workload that reads through the page cache: a file opened for direct I/O bypasses FS-Cache (and flushes its
+# cached copy): RHEL 7 Storage Administration Guide 10.3.2, "Cache Limitations with NFS". The cache check reads
+# buffered; every other workload measures the storage with O_DIRECT.
+BUFFERED_WORKLOAD = "cache_read"
 
 
 class FioWorkload(_Frozen):
@@ -716,6 +720,16 @@ class FioWorkload(_Frozen):
     log_avg_ms: int = Field(description="Interval of the per-interval bandwidth log (ms)")
     on: ScratchFs = Field(default="tier", description="The file system it runs on: shared (the storage system, "
                           "every GPU node at once) or tier (each node's own tiered file system)")
+
+    @model_validator(mode="after")
+    def _direct_but_the_cache_check(self) -> FioWorkload:
+        """Every workload measures the storage, not the client's page cache: O_DIRECT, but for the FS-Cache check,
+        which must read buffered (FS-Cache serves only buffered reads) and must not be O_DIRECT."""
+        if self.direct == (self.name == BUFFERED_WORKLOAD):
+            raise ValueError(f"workload {self.name}: direct={int(self.direct)}; expected direct="
+                             f"{int(self.name != BUFFERED_WORKLOAD)} (O_DIRECT for every workload but "
+                             f"{BUFFERED_WORKLOAD}, the FS-Cache check, which FS-Cache serves only buffered)")
+        return self
 
 
 class ScratchArea(_Frozen):
