@@ -161,10 +161,10 @@ def test_the_lab_mounts_cephfs_from_its_monitor_with_fscache() -> None:
     assert "cachefilesd.service" in got["After"] and "clustersmith-rdma.service" in got["After"]
 
 
-def role_value(expression: str, role: dict[str, Any]) -> str:
-    """``expression`` as the role's variables evaluate it, with the group_vars ``role``."""
-    variables = {**yaml.safe_load((ROLE / "defaults/main.yml").read_text()),
-                 **yaml.safe_load((ROLE / "vars/main.yml").read_text()), **role}
+def role_value(expression: str, role: dict[str, Any], folder: Path = ROLE) -> str:
+    """``expression`` as the role's variables evaluate it (the role in ``folder``), with the group_vars ``role``."""
+    variables = {**yaml.safe_load((folder / "defaults/main.yml").read_text()),
+                 **yaml.safe_load((folder / "vars/main.yml").read_text()), **role}
     templar = Templar(loader=DataLoader(), variables={k: _trusted(v) for k, v in variables.items()})
     return str(templar.template(trust_as_template(expression)))
 
@@ -183,6 +183,10 @@ def test_mount_units_are_named_as_systemd_names_them(path: str) -> None:
     role = {"shared_fs_mount_point": path, "shared_fs_fscache": {"cache_dir": path}}
     assert role_value("{{ __shared_fs_unit }}", role) == ESCAPED[path]
     assert role_value("{{ __shared_fs_fscache_unit }}", role) == ESCAPED[path]
+    # storage_tiering names its tiered file system's unit by the same rule (its main.yml had '\\x2d': two backslashes)
+    tiering = {"storage_tiering_mount_point": path, "storage_tiering_volume_group": "clustersmith"}
+    tiering_unit = role_value("{{ __storage_tiering_mount_unit }}", tiering, REPO / "roles" / "storage_tiering")
+    assert tiering_unit == ESCAPED[path]
     if shutil.which("systemd-escape"):
         done = subprocess.run(["systemd-escape", "--path", "--suffix=mount", path], capture_output=True, text=True,
                               check=True)
