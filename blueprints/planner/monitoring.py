@@ -259,7 +259,7 @@ def _storage_rules(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan,
         ratio = queries[FSCACHE_HIT_RATIO]
         cache_floor = fscache.min_hit_ratio
         recording.append(_recorded(ratio, "storage"))
-        # only while the node reads through the cache: an idle node's ratio is 0 / 0, no sample, no alert
+        # only while the node reads through the cache: an idle node's ratio is 0 / 0 = NaN, which no `<` passes
         alerts.append(alert_rule(
             "FsCacheHitRatioLow", "storage", f"FS-Cache read hit ratio of the shared file system below the planned "
             f"{cache_floor.value} floor", f"{ratio.series} < {{threshold}}", cache_floor.value.value, "ratio", "30m",
