@@ -456,6 +456,83 @@ class CephPlan(_Frozen):
     lab_exceptions: tuple[CephLabException, ...] = Field(default=(), description="Lab departures from the rules")
 
 
+StorageEngine = Literal["ceph", "managed-lustre", "external"]
+ClientFs = Literal["cephfs", "lustre", "nfs", "wekafs", "gpfs"]
+
+
+class ClientSetting(_Frozen):
+    """One client tuning a provider documents for its file system, applied by the shared_fs role."""
+
+    kind: Literal["modprobe", "lctl"] = Field(description="modprobe: a module option (/etc/modprobe.d), before the "
+                                                          "module loads; lctl: `lctl set_param` after the mount")
+    name: str = Field(description="module and option (ksocklnd credits) or the lctl parameter "
+                                  "(osc.*OST*.max_rpcs_in_flight)")
+    value: str
+    why: str
+    source: str = Field(description="The provider's document that gives it")
+    min_cpus: int | None = Field(default=None, description="Applied only on hosts with more CPUs than this")
+    min_memory_gib: int | None = Field(default=None, description="Applied only on hosts with more memory (GiB)")
+    per_cpu: int | None = Field(default=None, description="The value is this many times the host's CPUs")
+
+
+class FsCacheCounters(_Frozen):
+    """Which counters of the kernel's /proc/fs/fscache/stats (6.1: fs/fscache/stats.c and fs/netfs/stats.c) count a
+    read served by the cache and one that was not: the hit ratio is hits / (hits + misses) over a window. Each counter
+    is named by its line's label and its key, as the file prints them (``IO``, ``rd``)."""
+
+    hits: tuple[tuple[str, str], ...] = Field(description="(line, key) of the counters of reads the cache served")
+    misses: tuple[tuple[str, str], ...] = Field(description="(line, key) of the counters of reads it did not")
+    why: str = Field(description="Why these counters, for this client on this kernel")
+
+
+class FsCachePlan(_Frozen):
+    """FS-Cache on each GPU node's local NVMe (cachefilesd), in front of the shared file system (the ``fsc`` mount
+    option): a logical volume of ``size`` in ``volume_group`` on disks.fast, ext4, mounted at ``cache_dir``."""
+
+    size: Traced[Size]
+    volume_group: str = Field(description="LVM volume group on the node's disks.fast (storage_tiering's, where it "
+                                          "also plans dm-cache)")
+    logical_volume: str
+    cache_dir: str = Field(description="cachefilesd's `dir`")
+    tag: str = Field(description="cachefilesd's `tag`")
+    cull_percent: tuple[int, int, int] = Field(description="cachefilesd brun, bcull, bstop: free-space percentages "
+                                                           "(its defaults 10, 7, 3)")
+    counters: FsCacheCounters
+    min_hit_ratio: Traced[Ratio]
+
+
+class SharedCapability(_Frozen):
+    """What an external system can give the cluster: the spec's statement, or nothing stated."""
+
+    read_throughput: Traced[Rate] | None = None
+    write_throughput: Traced[Rate] | None = None
+    capacity: Traced[Size] | None = None
+
+
+class SharedFsPlan(_Frozen):
+    """The shared file system every GPU node mounts (the shared_fs role), whoever builds it."""
+
+    engine: Traced[StorageEngine]
+    client: ClientFs = Field(description="The kernel client (and mount type) every GPU node uses")
+    owner: Literal["clustersmith", "provider", "user"] = Field(
+        description="Who builds and runs the storage system: clustersmith (Ceph), the cloud provider (its managed "
+                    "Lustre, from the stack), the user (external)")
+    described: str = Field(description="The system in words, as reports name it")
+    source: str | None = Field(default=None, description="What every node mounts, where the plan knows it (external); "
+                                                         "None: from the Ceph monitors or the stack's outputs")
+    source_from: Literal["plan", "ceph_monitors", "stack_outputs"]
+    transport: Literal["rdma", "tcp"] = Field(description="How the client reaches the servers")
+    options: tuple[str, ...] = Field(description="Mount options the plan sets (the client's own, the spec's, fsc)")
+    mount_point: str
+    mount_timeout: Traced[int] = Field(description="Seconds the mount may take before systemd gives up (less 30 s)")
+    client_rail: int | None = Field(default=None, description="The rail the mount uses, whose bring-up it waits for; "
+                                                              "None: the host's management network")
+    tuning: tuple[ClientSetting, ...] = Field(default=(), description="Client settings the provider documents")
+    fscache: FsCachePlan | None = Field(default=None, description="FS-Cache where the client and the node have one")
+    capability: SharedCapability | None = Field(default=None, description="external: what the spec states")
+    scratch_dir: str = Field(description="Directory acceptance writes its own files in (under mount_point)")
+
+
 class StoragePlan(_Frozen):
     managed_service: str | None = Field(description="Cloud file system used instead of own servers")
     managed: ManagedFsPlan | None = Field(default=None, description="Sizing of the managed file system, in clouds")
@@ -463,8 +540,10 @@ class StoragePlan(_Frozen):
     read_throughput: Traced[Rate] = Field(description="Designed aggregate read throughput")
     write_throughput: Traced[Rate]
     nvmeof: NvmeofPlan | None
-    cache: CachePlan
+    cache: CachePlan | None = Field(description="dm-cache in front of the block device each GPU node owns (its own "
+                                                "NVMe-oF namespace); None where a node owns none")
     ceph: CephPlan | None = Field(default=None, description="The Ceph cluster (bare metal, lab); None on the clouds")
+    shared: SharedFsPlan = Field(description="The shared file system every GPU node mounts, and its client cache")
 
 
 # monitoring --------------------------------------------------------------------------------------
@@ -632,6 +711,10 @@ class Check(_Frozen):
 
 
 ScratchFs = Literal["shared", "tier"]
+# The one workload that reads through the page cache: a file opened for direct I/O bypasses FS-Cache (and flushes its
+# cached copy): RHEL 7 Storage Administration Guide 10.3.2, "Cache Limitations with NFS". The cache check reads
+# buffered; every other workload measures the storage with O_DIRECT.
+BUFFERED_WORKLOAD = "cache_read"
 
 
 class FioWorkload(_Frozen):
@@ -648,11 +731,23 @@ class FioWorkload(_Frozen):
     runtime_s: Traced[int] = Field(description="Measured seconds (time_based), after ramp_s")
     ramp_s: int = Field(description="Seconds run before measuring starts")
     direct: bool = Field(default=True, description="O_DIRECT: bypass the page cache")
+    time_based: bool = Field(default=True, description="Loop over the files for runtime_s; False: one pass over them "
+                                                       "(runtime_s bounds it)")
     ioengine: Literal["libaio"] = "libaio"
     verify: Literal["crc32c"] | None = Field(default=None, description="Checksum written data and read it back")
     log_avg_ms: int = Field(description="Interval of the per-interval bandwidth log (ms)")
     on: ScratchFs = Field(default="tier", description="The file system it runs on: shared (the storage system, "
                           "every GPU node at once) or tier (each node's own tiered file system)")
+
+    @model_validator(mode="after")
+    def _direct_but_the_cache_check(self) -> FioWorkload:
+        """Every workload measures the storage, not the client's page cache: O_DIRECT, but for the FS-Cache check,
+        which must read buffered (FS-Cache serves only buffered reads) and must not be O_DIRECT."""
+        if self.direct == (self.name == BUFFERED_WORKLOAD):
+            raise ValueError(f"workload {self.name}: direct={int(self.direct)}; expected direct="
+                             f"{int(self.name != BUFFERED_WORKLOAD)} (O_DIRECT for every workload but "
+                             f"{BUFFERED_WORKLOAD}, the FS-Cache check, which FS-Cache serves only buffered)")
+        return self
 
 
 class ScratchArea(_Frozen):

@@ -9,6 +9,7 @@ guard, as ``model_validator``s with user-facing messages. Loading and error repo
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -229,6 +230,155 @@ class LabTarget(_Strict):
         return self
 
 
+# storage --------------------------------------------------------------------------------------------
+# The optional ``storage`` block: a shared file system the user already runs (``external``). Without it the planner
+# builds the target's own engine (Ceph on bare metal and the lab, the provider's managed Lustre on the clouds). Each
+# field checks its own form here; what depends on the target (NFS over RDMA on a cloud network, Lustre's o2ib NIDs)
+# is checked by ``Requirements``, and what the system can do against the spec's targets (``capability``) by the
+# planner.
+
+ExternalType = Literal["nfs", "lustre", "weka", "vast", "gpfs"]
+# NFS over RDMA needs a reliable-connected RDMA transport between client and server (RFC 8166, Linux xprtrdma); the
+# types that mount over NFS take `transport`.
+NFS_TYPES = ("nfs", "vast")
+# The mount options the planner sets itself (the transport, the NFS version, FS-Cache, the systemd ordering): the
+# spec's own options may not repeat or contradict them.
+PLANNER_OPTIONS = ("proto", "rdma", "port", "nconnect", "fsc", "_netdev", "x-systemd.requires", "x-systemd.after")
+SAFE_PATH = re.compile(r"^/[A-Za-z0-9._+@/-]*[A-Za-z0-9._+@-]$")
+OPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*(=[A-Za-z0-9_.:/@+-]+)?$")
+HOST = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}"
+                  r"[A-Za-z0-9])?$")
+LNET_NID = re.compile(r"^(?P<address>[A-Za-z0-9.-]+)@(?P<net>tcp|o2ib|kfi|efa)[0-9]*$")
+FS_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Paths an external file system must not cover: the system's own trees and clustersmith's other mounts.
+RESERVED_MOUNTS = ("/boot", "/dev", "/etc", "/proc", "/run", "/sys", "/usr", "/var", "/tmp", "/mnt/clustersmith")
+EXAMPLE_SOURCE = {
+    "nfs": "10.0.0.5:/export/train",
+    "vast": "10.0.0.5:/train",
+    "lustre": "10.0.0.5@tcp:/lustre (MGS NIDs, ':' between failover MGSs, then :/<fsname>)",
+    "weka": "backend-1,backend-2/train (WEKA backends, then /<file system>)",
+    "gpfs": "train (the Storage Scale file system's device name)",
+}
+
+
+def _host(text: str) -> bool:
+    """An IPv4 or IPv6 address (IPv6 in brackets) or a DNS name."""
+    if text.startswith("[") and text.endswith("]"):
+        try:
+            return ipaddress.ip_address(text[1:-1]).version == 6
+        except ValueError:
+            return False
+    try:
+        ipaddress.IPv4Address(text)
+        return True
+    except ValueError:
+        return bool(HOST.fullmatch(text)) and not text.replace(".", "").isdigit()
+
+
+def source_problem(kind: ExternalType, source: str) -> str | None:
+    """What is wrong with ``source`` as the mount source of ``kind``, or None (the forms each client's mount helper
+    takes: nfs(5) ``host:/path``; mount.lustre(8) ``mgsnid[:mgsnid...]:/fsname``; WEKA's ``mount -t wekafs
+    backend[,backend...]/fs``; Storage Scale's device name, as ``mmmount`` takes it)."""
+    expected = f"expected a source such as {EXAMPLE_SOURCE[kind]!r}"
+    if kind in NFS_TYPES:
+        host, sep, path = source.rpartition(":")
+        if not sep or not _host(host) or not SAFE_PATH.fullmatch(path if path != "/" else "/x"):
+            return f"source {source!r} is not host:/path for {kind}; {expected}"
+        return None
+    if kind == "lustre":
+        nids, sep, fsname = source.rpartition(":/")
+        if not sep or not FS_NAME.fullmatch(fsname) or len(fsname) > 8:
+            return f"source {source!r} does not end in :/<fsname> of at most 8 characters; {expected}"
+        for mgs in nids.split(":"):
+            for nid in mgs.split(","):
+                m = LNET_NID.fullmatch(nid)
+                if m is None or not _host(m.group("address")):
+                    return f"source {source!r}: {nid!r} is not an LNet NID such as 10.0.0.5@tcp or 10.0.0.5@o2ib; " \
+                           f"{expected}"
+        return None
+    if kind == "weka":
+        backends, sep, fs = source.partition("/")
+        if not sep or not FS_NAME.fullmatch(fs) or not all(_host(b) for b in backends.split(",")):
+            return f"source {source!r} is not backend[,backend...]/<file system> for weka; {expected}"
+        return None
+    if not FS_NAME.fullmatch(source):
+        return f"source {source!r} is not a Storage Scale device name (letters, digits, '_' and '-'); {expected}"
+    return None
+
+
+class StorageCapability(_Strict):
+    """What the user's system can give this cluster, as its owner states it. The planner checks it against
+    ``performance.storage`` and ``data``; acceptance measures the system either way."""
+
+    read_throughput: Rate | None = Field(default=None, description="Aggregate read throughput it can serve this "
+                                                                     "cluster, e.g. 600GB/s")
+    write_throughput: Rate | None = Field(default=None, description="Aggregate write throughput, e.g. 150GB/s")
+    capacity: Size | None = Field(default=None, description="Capacity it offers this cluster, e.g. 1PB; acceptance "
+                                                            "writes at most half of it")
+
+
+class ExternalStorage(_Strict):
+    """A shared file system the user already runs; every GPU node mounts it, clustersmith builds nothing of it."""
+
+    type: ExternalType = Field(description="nfs, lustre, weka, vast (NFS with VAST's client options) or gpfs "
+                                           "(IBM Storage Scale)")
+    source: str = Field(description="What the client mounts: nfs and vast host:/path; lustre mgsnid[:mgsnid]:/fsname; "
+                                    "weka backend[,backend]/fs; gpfs the file system's device name")
+    transport: Literal["rdma", "tcp"] | None = Field(
+        default=None, description="nfs and vast: rdma (proto=rdma, port 20049) or tcp (the default); other types "
+                                  "take their transport from the source")
+    nconnect: int | None = Field(default=None, ge=1, le=16, description="nfs and vast over tcp: TCP connections per "
+                                                                       "server (nfs(5) nconnect, 1 to 16)")
+    options: tuple[str, ...] = Field(default=(), description="Further mount options, each key or key=value, e.g. "
+                                                            "ro or rsize=1048576; not the ones the planner sets "
+                                                            f"({', '.join(PLANNER_OPTIONS)})")
+    mount_point: str = Field(default="", description="Where every GPU node mounts it; default /mnt/<type>")
+    capability: StorageCapability = Field(default_factory=StorageCapability,
+                                          description="What the system can give this cluster, as you state it")
+
+    @model_validator(mode="after")
+    def _form(self) -> ExternalStorage:
+        wrong = source_problem(self.type, self.source)
+        if wrong is not None:
+            raise RuleError("source", wrong)
+        if self.transport is not None and self.type not in NFS_TYPES:
+            raise RuleError("transport", f"transport {self.transport!r} is set for type {self.type}; expected it "
+                                         f"only for {' or '.join(NFS_TYPES)} (a {self.type} client's transport comes "
+                                         "from its source)")
+        if self.nconnect is not None and (self.type not in NFS_TYPES or self.transport == "rdma"):
+            raise RuleError("nconnect", f"nconnect {self.nconnect} is set for {self.type} over "
+                                        f"{self.transport or 'its own transport'}; expected it only for nfs or vast "
+                                        "over tcp (nfs(5): nconnect opens more TCP connections)")
+        for option in self.options:
+            if not OPTION.fullmatch(option):
+                raise RuleError("options", f"option {option!r} is not key or key=value (letters, digits, '_', '.', "
+                                           "'-'; a value without ',' or spaces); expected one option per entry")
+            key = option.partition("=")[0]
+            if key in PLANNER_OPTIONS:
+                raise RuleError("options", f"option {option!r} is one the planner sets ({', '.join(PLANNER_OPTIONS)})"
+                                           "; expected only further options (use transport and nconnect)")
+        point = self.mount_point
+        if point and (not SAFE_PATH.fullmatch(point) or "//" in point or "/./" in point or "/../" in point):
+            raise RuleError("mount_point", f"mount_point {point!r} is not an absolute, normalised path of letters, "
+                                           "digits and . _ + @ / -; expected one such as /mnt/data")
+        if point and any(point == r or point.startswith(r.rstrip("/") + "/") for r in RESERVED_MOUNTS):
+            raise RuleError("mount_point", f"mount_point {point!r} is or lies under a system or clustersmith path "
+                                           f"({', '.join(RESERVED_MOUNTS)}); expected a folder of its own such as "
+                                           "/mnt/data")
+        return self
+
+    @property
+    def where(self) -> str:
+        return self.mount_point or f"/mnt/{self.type}"
+
+
+class StorageSpec(_Strict):
+    """Where the data lives. Omit it for the engine clustersmith builds on the target."""
+
+    external: ExternalStorage | None = Field(default=None, description="A shared file system you already run: "
+                                                                       "clustersmith mounts it and measures it")
+
+
 Target = Annotated[
     AwsTarget | GcpTarget | AzureTarget | BaremetalTarget | LabTarget, Field(discriminator="provider")
 ]
@@ -245,6 +395,9 @@ class Requirements(_Strict):
     data: Data = Field(description="Data scale")
     performance: Performance = Field(description="Targets the design must meet and acceptance checks")
     target: Target = Field(description="Where to build: aws, gcp, azure, baremetal or lab")
+    storage: StorageSpec | None = Field(
+        default=None, description="Where the data lives: omit it for the engine clustersmith builds on the target "
+                                  "(Ceph on baremetal and lab, the provider's managed Lustre on the clouds)")
 
     @model_validator(mode="after")
     def _serving_matches_business(self) -> Requirements:
@@ -261,4 +414,35 @@ class Requirements(_Strict):
                 f"business.type is {self.business.type!r} but performance.serving is missing; "
                 "expected serving targets (p99_latency, qps_per_gpu)"
             )
+        external = self.storage.external if self.storage is not None else None
+        if external is not None:
+            _external_fits_target(external, self.target.provider)
         return self
+
+
+CLOUDS = ("aws", "gcp", "azure")
+
+
+def _external_fits_target(external: ExternalStorage, provider: str) -> None:
+    """What the target's network can carry to a system outside the cluster; raises RuleError naming the field."""
+    where = "storage.external"
+    if provider == "lab" and external.type != "nfs":
+        raise RuleError(f"{where}.type", f"type {external.type!r} on target.provider lab; expected nfs: the lab's "
+                                         "image carries the kernel NFS client only (no Lustre, WEKA or Storage Scale "
+                                         "client)")
+    if provider in CLOUDS and external.transport == "rdma":
+        raise RuleError(f"{where}.transport", f"transport 'rdma' on target.provider {provider}; expected tcp: the "
+                                              f"{provider} RDMA network ({CLOUD_RDMA[provider]}) reaches only the "
+                                              "cluster's own GPU VMs, never a file server outside it")
+    if provider in CLOUDS and external.type == "lustre" and "@o2ib" in external.source:
+        raise RuleError(f"{where}.source", f"source {external.source!r} names o2ib NIDs on target.provider {provider}; "
+                                           f"expected @tcp NIDs: the {provider} RDMA network ({CLOUD_RDMA[provider]}) "
+                                           "carries no LNet o2ib to a system outside the cluster")
+
+
+# Why each cloud's RDMA network cannot reach an outside server: AWS EFA is SRD, not the reliable-connected verbs
+# NFS/RDMA and ko2iblnd need (AWS EC2 User Guide, "Elastic Fabric Adapter"); GCP's RoCE VPC carries RDMA between the
+# MRDMA NICs of its own VMs (Google Cloud, "RDMA network profiles"); Azure's InfiniBand joins the VMs of one
+# InfiniBand group (stacks/azure.py).
+CLOUD_RDMA = {"aws": "EFA, SRD transport", "gcp": "the RoCE VPC of the MRDMA NICs",
+              "azure": "the InfiniBand group of the GPU VMs"}

@@ -87,6 +87,19 @@ def ceph_health(ctx: PlanContext, ceph: CephPlan) -> Check:
                   performance=False, args={"monitor": ceph.daemons.monitor_hosts[0]})
 
 
+def _on_system(check: Check, storage: StoragePlan) -> Check:
+    """A check measured on the shared file system names the system (``args.system``; ``args.owner`` user: the
+    user's own, which acceptance measures as it measures any other)."""
+    workload = check.args.get("workload")
+    on_shared = (check.tool == "fio" and any(w == workload for w in ("seq_read", "seq_write", "mixed", "cache_read"))) \
+        or (check.id == "storage.latency_p99" and storage.cache is None)
+    if not on_shared:
+        return check
+    fs = storage.shared
+    return check.model_copy(update={"args": {**check.args, "system": fs.described, "owner": fs.owner,
+                                             "mount": fs.mount_point}})
+
+
 def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan, nccl: NcclPlan,
                     storage: StoragePlan) -> AcceptancePlan:
     perf = ctx.req.performance.storage
@@ -169,16 +182,31 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
                              scope="host", performance=False,
                              args={"dscp": str(qos.dscp.value), "priority": str(qos.roce_priority.value),
                                    "tos": str(qos.traffic_class.value)}))
-    checks.append(_check(ctx, "cache.hit_ratio", "prometheus",
-                         "dm-cache read hit ratio over the fio run (its tier workloads)", ">=",
-                         storage.cache.min_hit_ratio.value.value, "ratio",
-                         list(storage.cache.min_hit_ratio.derived_from.spec), "acceptance.cache_hit_ratio",
-                         storage.cache.min_hit_ratio.derived_from.formula, severity="warning", scope="host",
-                         args={"query": HIT_RATIO}))
+    if storage.cache is not None:
+        checks.append(_check(ctx, "cache.hit_ratio", "prometheus",
+                             "dm-cache read hit ratio over the fio run (its tier workloads)", ">=",
+                             storage.cache.min_hit_ratio.value.value, "ratio",
+                             list(storage.cache.min_hit_ratio.derived_from.spec), "acceptance.cache_hit_ratio",
+                             storage.cache.min_hit_ratio.derived_from.formula, severity="warning", scope="host",
+                             args={"query": HIT_RATIO}))
+    fscache = storage.shared.fscache
+    if fscache is not None and "cache_read" in workloads:
+        floor = fscache.min_hit_ratio
+        hits = " + ".join(f"{line} {key}" for line, key in fscache.counters.hits)
+        misses = " + ".join(f"{line} {key}" for line, key in fscache.counters.misses)
+        checks.append(_check(ctx, "cache.fscache_hit_ratio", "fio",
+                             "FS-Cache read hit ratio of the second read pass, on every GPU node", ">=",
+                             floor.value.value, "ratio", list(floor.derived_from.spec), "acceptance.fscache_hit_ratio",
+                             f"{floor.derived_from.formula}; from /proc/fs/fscache/stats before and after the second "
+                             f"pass: {hits} / ({hits} + {misses})", scope="host", performance=False,
+                             args={**workload_args(workloads["cache_read"]), "passes": "2",
+                                   "hits": ",".join(f"{line}:{key}" for line, key in fscache.counters.hits),
+                                   "misses": ",".join(f"{line}:{key}" for line, key in fscache.counters.misses)}))
     if storage.ceph is not None:
         checks.append(ceph_health(ctx, storage.ceph))
     checks.append(_check(ctx, "monitoring.targets_up", "prometheus", "share of scrape targets up", ">=", 1.0,
                          "ratio", ["target.provider"], "acceptance.all_targets_up", "every target up",
                          performance=False))
+    checks = [_on_system(c, storage) for c in checks]
     return AcceptancePlan(checks=tuple(checks), workloads=tuple(workloads.values()), scratch=plan_scratch(storage),
                           footprint=plan_footprint(compute, storage, workloads["seq_read"]))

@@ -7,11 +7,12 @@
 
 One job per GPU (each GPU's data loader reads on its own), each on its own scratch file
 (``clustersmith-accept.<host>.<job>``) in a scratch directory; nothing else is written without ``--destructive``.
-Where the design has a shared storage system (Ceph: bare metal, the lab), the throughput, jitter and mixed
-workloads run on it, in its hot directory, from every GPU node at once: they measure the storage system, not the
-client. The latency workload runs on each node's tiered file system, on the node's own NVMe-oF namespace behind
-its cache: device latency over the fabric, and the cache's hit ratio. On the clouds (until their managed Lustre is
-mounted, issue 19) every workload runs on the tiered file system.
+The throughput, jitter and mixed workloads run on the shared file system (CephFS's hot directory, the clouds'
+managed Lustre, the user's external system), from every GPU node at once: they measure the storage system, not the
+client. Where each GPU node owns an NVMe-oF namespace (Ceph designs: bare metal, the lab), the latency workload runs
+on the node's tiered file system, on that namespace behind its dm-cache: device latency over the fabric, and the
+cache's hit ratio. Where no node owns a block device (the clouds, external systems) it runs on the shared mount too.
+Where FS-Cache is planned, a fifth workload, cache_read, reads the shared mount buffered, twice (the cache check).
 
 Every workload reuses the same files, so the run's footprint is one file per job on every GPU node. On the shared
 hot tier all nodes' files together are capped at half its usable capacity (issue 18: the working set stays within
@@ -46,6 +47,7 @@ SEQ_BS = "1M"
 MIB = 1 << 20
 SHARE_OF_TIER = 0.5  # issue 18: the acceptance working set stays within half the tier's free capacity
 SMALLEST_FILE = SEQ_DEPTH * MIB  # a sequential job keeps SEQ_DEPTH 1M I/Os in flight inside its own file
+CACHE_PASS_BOUND = 600  # seconds: a bound on one read pass of the cache check, not its expected length
 LATENCY_PURPOSE = "4k random read completion latency on the node's own NVMe-oF namespace, behind its cache"
 
 
@@ -54,6 +56,13 @@ def _shape(ctx: PlanContext) -> tuple[int, int, Size, str]:
     if ctx.is_lab:
         return 10, 2, Size.parse("64MiB"), "lab: short runs on small files (throughput is emulated)"
     return 60, 5, Size.parse("4GiB"), "choice: time_based runs loop over the file; 4GiB per job"
+
+
+def _whole_mib(value: float) -> Size:
+    """``value`` rounded down to whole MiB, written in binary units so that it reads back to the same bytes
+    (Size.of writes decimal units to 6 significant figures: 64 MiB would read back as 67108900 bytes)."""
+    mib = int(value) // MIB
+    return Size.parse(f"{mib // 1024}GiB" if mib and mib % 1024 == 0 else f"{mib}MiB")
 
 
 def _hot(storage: StoragePlan) -> Traced[Size]:
@@ -99,14 +108,14 @@ def _file_size(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan, cho
     tight = min(rooms, key=lambda r: r.each)
     if choice.value <= tight.each:
         return traced(choice, spec, "acceptance.fio_file_size", f"{why}; " + "; ".join(r.fits for r in rooms))
-    capped = int(tight.each) // MIB * MIB
-    if capped < SMALLEST_FILE:
+    capped = _whole_mib(tight.each)
+    if capped.value < SMALLEST_FILE:
         raise ctx.infeasible("data.training_set",
                              f"acceptance writes one scratch file per GPU, each at least {SMALLEST_FILE // MIB}MiB "
                              f"({SEQ_DEPTH} x {SEQ_BS} in flight per job): {tight.what} = {Size.of(tight.each)} each "
                              f"is left; expected {tight.expected}")
-    return traced(Size.of(capped), spec, "acceptance.fio_file_size",
-                  f"{tight.what} = {Size.of(tight.each)}, whole MiB {Size.of(capped)} (under the {choice} of {why})")
+    return traced(capped, spec, "acceptance.fio_file_size",
+                  f"{tight.what} = {Size.of(tight.each)}, whole MiB {capped} (under the {choice} of {why})")
 
 
 def plan_footprint(compute: ComputePlan, storage: StoragePlan, workload: FioWorkload) -> FioFootprint:
@@ -125,9 +134,37 @@ def plan_footprint(compute: ComputePlan, storage: StoragePlan, workload: FioWork
     )
 
 
+def _cache_workload(storage: StoragePlan, common: dict[str, object], jobs: Traced[int]) -> FioWorkload | None:
+    """The FS-Cache check's reads: buffered (the page cache dropped before each pass), one whole pass over files that
+    fit half the cache, run twice; the second pass must be served by the cache."""
+    fscache = storage.shared.fscache
+    if fscache is None:
+        return None
+    size = common["size"]
+    assert isinstance(size, Traced)
+    room = fscache.size.value.value * SHARE_OF_TIER / jobs.value
+    each = _whole_mib(min(size.value.value, room))
+    if each.value < SMALLEST_FILE:
+        return None
+    spec = list(dict.fromkeys([*size.derived_from.spec, *fscache.size.derived_from.spec]))
+    cache_size = traced(each, spec, "acceptance.cache_files_fit_half_the_cache",
+                        f"min(the workloads' {size.value}, half the node's {fscache.size.value} FS-Cache / "
+                        f"{jobs.value} files = {Size.of(room)}), whole MiB = {each}")
+    return FioWorkload(name="cache_read", purpose="FS-Cache: a first read pass fills the cache, a second must be "
+                       "served by it (the kernel's FS-Cache counters read before and after each pass)", rw="read",
+                       bs=SEQ_BS, iodepth=traced(1, ["data.hot_fraction"], "acceptance.cache_read_depth",
+                                                 "buffered reads: the page cache issues them, one job per GPU"),
+                       numjobs=jobs, size=cache_size, ramp_s=0, log_avg_ms=LOG_AVG_MS, on="shared", direct=False,
+                       time_based=False,
+                       runtime_s=traced(CACHE_PASS_BOUND, ["target.provider"], "acceptance.cache_pass_bound",
+                                        f"one pass reads its files and stops; {CACHE_PASS_BOUND} s bounds a pass "
+                                        "that hangs"))
+
+
 def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[FioWorkload, ...]:
     runtime, ramp, size, why = _shape(ctx)
-    shared: ScratchFs = "shared" if storage.ceph is not None else "tier"
+    shared: ScratchFs = "shared"
+    own: ScratchFs = "tier" if storage.nvmeof is not None else "shared"  # the node's own namespace, where it has one
     jobs = traced(compute.gpus_per_node, ["compute.accelerator", "compute.gpus"], "acceptance.fio_job_per_gpu",
                   f"one reader per GPU: {compute.gpus_per_node} GPUs per node")
     spec = ["target.provider"]
@@ -147,29 +184,28 @@ def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan)
                                      bs=SEQ_BS, iodepth=depth, on=shared, **common))
     workloads += [
         FioWorkload(name="rand_read_4k", purpose=LATENCY_PURPOSE if storage.nvmeof is not None else
-                    "4k random read completion latency", rw="randread", bs="4k", iodepth=lat_depth, on="tier",
-                    **common),
+                    "4k random read completion latency on the shared file system", rw="randread", bs="4k",
+                    iodepth=lat_depth, on=own, **common),
         FioWorkload(name="mixed", purpose="the design's mixed workload, data verified", rw="randrw",
                     bs="4k-1M", rwmixread=70, iodepth=depth, verify="crc32c", on=shared, **common),
     ]
-    return tuple(workloads)
+    cache = _cache_workload(storage, common, jobs)
+    return tuple(workloads) + ((cache,) if cache is not None else ())
 
 
 def plan_scratch(storage: StoragePlan) -> tuple[ScratchArea, ...]:
     tier = ScratchArea(kind="directory", path=SCRATCH_DIR, mount=TIERED_MOUNT, role="gpu_client", fs="tier",
                        derived_from=Provenance(spec=("data.training_set",), rule="acceptance.scratch_on_tiered_fs",
                                                formula=f"acceptance writes only its own files in {SCRATCH_DIR}"))
-    if storage.ceph is None:
-        return (tier,)
-    ceph = storage.ceph
-    hot = next(p for p in ceph.pools if p.tier == "hot")
-    path = f"{ceph.mount.mount_point}{hot.directory}/{SCRATCH_NAME}"
-    shared = ScratchArea(kind="directory", path=path, mount=ceph.mount.mount_point, role="gpu_client", fs="shared",
-                         derived_from=Provenance(spec=("data.training_set", "data.hot_fraction"),
+    fs = storage.shared
+    path = fs.scratch_dir
+    where = (f"CephFS's hot directory, laid out on pool {next(p.name for p in storage.ceph.pools if p.tier == 'hot')}"
+             if storage.ceph is not None else fs.described)
+    shared = ScratchArea(kind="directory", path=path, mount=fs.mount_point, role="gpu_client", fs="shared",
+                         derived_from=Provenance(spec=tuple(fs.engine.derived_from.spec),
                                                  rule="acceptance.scratch_on_shared_fs",
-                                                 formula=f"acceptance writes only its own files in {path}: CephFS's "
-                                                         f"{hot.directory} directory, laid out on pool {hot.name}"))
-    return shared, tier
+                                                 formula=f"acceptance writes only its own files in {path}: {where}"))
+    return (shared, tier) if storage.nvmeof is not None else (shared,)
 
 
 def workload_args(w: FioWorkload) -> dict[str, str]:

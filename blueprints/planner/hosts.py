@@ -24,7 +24,6 @@ FAST_DISK = DiskPlan(name="fast", purpose="local NVMe block device")
 # inventory names it from the Blueprint (nvmeof.subsystems[].device), nothing to fill in. On the clouds it is a
 # volume the host owns, which the user names.
 OWN_NAMESPACE_DISK = DiskPlan(name="slow", purpose="the host's own NVMe-oF namespace", planned=True)
-CLOUD_SLOW_DISK = DiskPlan(name="slow", purpose="block device the cache fronts")
 NVMEOF_DISK = DiskPlan(name="nvmeof", purpose="block device carved into the NVMe-oF namespaces the target serves")
 
 
@@ -44,15 +43,25 @@ def storage_group(ctx: PlanContext, compute: ComputePlan, tier: TierPlan) -> Hos
                      rail_nics=compute.storage_nics, tier=tier.name, disks=serving + osd_disks(drives))
 
 
-def client_group(ctx: PlanContext, compute: ComputePlan) -> HostGroup:
-    """The GPU nodes (the lab: its client VMs); each owns one NVMe-oF namespace where NVMe-oF is planned."""
-    slow = CLOUD_SLOW_DISK if ctx.is_cloud else OWN_NAMESPACE_DISK
+def client_disks(storage: StoragePlan | None) -> tuple[DiskPlan, ...]:
+    """A GPU node's disks the roles use: its local NVMe where a cache is planned on it (dm-cache, FS-Cache), and its
+    own NVMe-oF namespace where one is planned (``storage`` None: while the namespaces themselves are planned). The
+    clouds' nodes list none: their stacks' outputs name no instance-store device, and no role uses one there."""
+    if storage is None:
+        return (FAST_DISK, OWN_NAMESPACE_DISK)
+    fast = (FAST_DISK,) if storage.cache is not None or storage.shared.fscache is not None else ()
+    return fast + ((OWN_NAMESPACE_DISK,) if storage.nvmeof is not None else ())
+
+
+def client_group(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan | None = None) -> HostGroup:
+    """The GPU nodes (the lab: its client VMs), with the disks ``client_disks`` names."""
+    disks = client_disks(storage)
     if isinstance(ctx.req.target, LabTarget):
         t = ctx.req.target
         return HostGroup(role="gpu_client", count=t.clients, name_prefix="client-", node_type="lab-vm",
-                         rail_nics=t.rails, disks=(FAST_DISK, slow))
+                         rail_nics=t.rails, disks=disks)
     return HostGroup(role="gpu_client", count=compute.nodes.value, name_prefix="gpu-",
-                     node_type=compute.node_type.value, rail_nics=compute.rails.value, disks=(FAST_DISK, slow))
+                     node_type=compute.node_type.value, rail_nics=compute.rails.value, disks=disks)
 
 
 def host_groups(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[HostGroup, ...]:
@@ -61,10 +70,10 @@ def host_groups(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) ->
         return (
             HostGroup(role="storage_target", count=t.storage_targets, name_prefix="storage-", node_type="lab-target",
                       rail_nics=t.rails, tier="hot", disks=(NVMEOF_DISK, *osd_disks(LAB_OSDS))),
-            client_group(ctx, compute),
+            client_group(ctx, compute, storage),
             HostGroup(role="monitoring", count=1, name_prefix="storage-", node_type="lab-target"),
         )
-    groups = [client_group(ctx, compute)]
+    groups = [client_group(ctx, compute, storage)]
     groups += [storage_group(ctx, compute, t) for t in storage.tiers if t.name != "local_cache" and t.nodes.value > 0]
     groups.append(HostGroup(role="monitoring", count=1, name_prefix="mon-",
                             node_type=MONITORING_NODE_TYPE[ctx.provider]))

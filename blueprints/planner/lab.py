@@ -14,6 +14,10 @@ LAB_PACKAGES = (
     "ethtool",  # the monitoring exporter reads PFC pause counters with ethtool -S
     "prometheus", "prometheus-node-exporter", "prometheus-alertmanager",
     "openmpi-bin",  # acceptance proves its NCCL launch (mpirun, hostfile, rank placement) with an MPI program
+    # FS-Cache in front of the shared file system (the shared_fs role), and the external-NFS lab proof: the clients'
+    # NFS client, the storage VM's kernel nfsd (a test fixture, tests/lab/test_external_nfs_lab.py). They change the
+    # image's cache key: the first lab run after them builds the image cold.
+    "cachefilesd", "nfs-common", "nfs-kernel-server",
 )
 LAB_MODULES = (
     "rdma_rxe", "ib_core", "ib_uverbs", "rdma_cm", "ib_cm", "iw_cm", "rdma_ucm",
@@ -22,6 +26,9 @@ LAB_MODULES = (
     "virtio_net", "virtio_blk", "virtio_pci", "veth",
     "ext4",  # the tiered file system storage_tiering mounts on the dm-cache volume
     "crc32_generic",  # rdma_rxe computes the RoCE ICRC with the "crc32" crypto algorithm, a module in Debian
+    # FS-Cache's cache backend, the NFS client (v3, v4) and server, and their RDMA transport (rpcrdma: client and
+    # server side in one module); kernel.closure adds what modules.dep says they need (fscache, netfs, sunrpc, ...)
+    "cachefiles", "nfs", "nfsv3", "nfsv4", "nfsd", "rpcrdma",
 )
 # What each kernel the lab can boot is, read from the packages' own /boot/config-* (dpkg -x of the .deb apt fetched):
 # - bookworm: linux-image-6.1.0-57-amd64 6.1.192-3 (bookworm-security, the machine's own apt index):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from blueprints.blueprint import (
     AlertRule,
     ComputePlan,
+    FsCacheCounters,
     MonitoringAuth,
     MonitoringPlan,
     Query,
@@ -52,9 +53,13 @@ PROBE_SOURCE = ("clustersmith-exporter: O_DIRECT 4 KiB reads at random offsets o
                 "timed one by one (a probe, so it measures small-read latency whatever the workload reads)")
 NODE_READS = "node_exporter: node_disk_read_bytes_total, summed over a client's block devices"
 CACHE_SOURCE = "clustersmith-exporter: read hits and misses of each dm-cache target (dmsetup status)"
+FSCACHE_SOURCE = ("clustersmith-exporter: the kernel's FS-Cache and netfs counters (/proc/fs/fscache/stats), "
+                  "clustersmith_fscache_events_total{line, key}")
+FSCACHE_METRIC = "clustersmith_fscache_events_total"
 
 # Names of the queries other layers read (acceptance, dashboards, tests).
 HIT_RATIO = "cache.read_hit_ratio"
+FSCACHE_HIT_RATIO = "fscache.read_hit_ratio"
 LATENCY_P99 = "storage.read_latency_p99"
 JITTER = "storage.read_jitter_cv"
 READ_RATE = "storage.read_rate"
@@ -105,6 +110,21 @@ def _gpu_queries() -> list[Query]:
               expr=f"sum by (instance, gpu) ({nvlink})", window="5m", unit="1/s",
               source="dcgm-exporter: DCGM_FI_DEV_NVLINK_{CRC_FLIT,CRC_DATA,REPLAY,RECOVERY}_ERROR_COUNT_TOTAL"),
     ]
+
+
+def fscache_query(counters: FsCacheCounters) -> Query:
+    """The FS-Cache read hit ratio from the counters the plan names (``shared.fscache.counters``), summed per host."""
+    def total(pairs: tuple[tuple[str, str], ...]) -> str:
+        return " + ".join(f'sum by (instance) (increase({FSCACHE_METRIC}{{line="{line}", key="{key}"}}[{{window}}]))'
+                          for line, key in pairs)
+    hits = total(counters.hits)
+    shown = " + ".join(f"{line} {key}" for line, key in counters.hits)
+    missed = " + ".join(f"{line} {key}" for line, key in counters.misses)
+    return Query(name=FSCACHE_HIT_RATIO, measures=f"FS-Cache reads served / all reads over the window: {shown} / "
+                                                  f"({shown} + {missed}) of /proc/fs/fscache/stats",
+                 expr=f"({hits}) / ({hits} + {total(counters.misses)})", window="5m", unit="ratio",
+                 source=f"{FSCACHE_SOURCE}; {counters.why}",
+                 recorded="instance:clustersmith_fscache_read_hit_ratio:increase5m")
 
 
 def _storage_queries() -> list[Query]:
@@ -212,8 +232,7 @@ def _storage_rules(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan,
     jitter = perf.storage.jitter
     floor = JITTER_ACTIVE_SHARE * compute.storage_read_per_node.value
     hit_ratio = queries[HIT_RATIO]
-    recording = [_recorded(queries[READ_RATE], "storage"), _recorded(hit_ratio, "storage")]
-    hit = storage.cache.min_hit_ratio
+    recording = [_recorded(queries[READ_RATE], "storage")]
     alerts = [
         alert_rule("StorageReadLatencyP99High", "storage", f"Storage p99 small-read latency above the {lat} target",
               f"{queries[LATENCY_P99].over()} > {{threshold}}",
@@ -226,11 +245,26 @@ def _storage_rules(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan,
               f"coefficient of variation of the 1-minute read rate > {jitter.quantity}, while the node reads at "
               f"least {JITTER_ACTIVE_SHARE:.0%} of its planned {compute.storage_read_per_node} ({floor:g} B/s)",
               queries[JITTER].source),
-        alert_rule("CacheHitRatioLow", "storage", f"dm-cache read hit ratio below the planned {hit.value} floor",
-              f"{hit_ratio.series} < {{threshold}}", hit.value.value, "ratio",
-              "30m", "warning", list(hit.derived_from.spec), "alert.cache_hit_ratio",
-              f"read hits / (hits + misses) over {hit_ratio.window} < {hit.value}", hit_ratio.source),
     ]
+    if storage.cache is not None:
+        hit = storage.cache.min_hit_ratio
+        recording.append(_recorded(hit_ratio, "storage"))
+        alerts.append(alert_rule(
+            "CacheHitRatioLow", "storage", f"dm-cache read hit ratio below the planned {hit.value} floor",
+            f"{hit_ratio.series} < {{threshold}}", hit.value.value, "ratio",
+            "30m", "warning", list(hit.derived_from.spec), "alert.cache_hit_ratio",
+            f"read hits / (hits + misses) over {hit_ratio.window} < {hit.value}", hit_ratio.source))
+    fscache = storage.shared.fscache
+    if fscache is not None:
+        ratio = queries[FSCACHE_HIT_RATIO]
+        cache_floor = fscache.min_hit_ratio
+        recording.append(_recorded(ratio, "storage"))
+        # only while the node reads through the cache: an idle node's ratio is 0 / 0 = NaN, which no `<` passes
+        alerts.append(alert_rule(
+            "FsCacheHitRatioLow", "storage", f"FS-Cache read hit ratio of the shared file system below the planned "
+            f"{cache_floor.value} floor", f"{ratio.series} < {{threshold}}", cache_floor.value.value, "ratio", "30m",
+            "warning", list(cache_floor.derived_from.spec), "alert.fscache_hit_ratio",
+            f"{ratio.measures} < {cache_floor.value}", ratio.source))
     return recording, alerts
 
 
@@ -251,10 +285,11 @@ def _targets(ctx: PlanContext, alerts: list[AlertRule]) -> list[TargetPanel]:
             query, title, unit = shown[alert.name]
             found.append(TargetPanel(spec=alert.derived_from.spec, query=query, aggregate="max", title=title,
                                      threshold=alert.threshold, unit=unit, good_below=True))
-        elif alert.name == "CacheHitRatioLow":
-            found.append(TargetPanel(spec=alert.derived_from.spec, query=HIT_RATIO, aggregate="min",
-                                     title=f"Cache read hit ratio ({alert.summary})", threshold=alert.threshold,
-                                     unit="percentunit", good_below=False))
+        elif alert.name in ("CacheHitRatioLow", "FsCacheHitRatioLow"):
+            found.append(TargetPanel(spec=alert.derived_from.spec,
+                                     query=HIT_RATIO if alert.name == "CacheHitRatioLow" else FSCACHE_HIT_RATIO,
+                                     aggregate="min", title=f"Cache read hit ratio ({alert.summary})",
+                                     threshold=alert.threshold, unit="percentunit", good_below=False))
     return found
 
 
@@ -303,6 +338,8 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
         scrape.append(ScrapeJob(name="dcgm", role="gpu_client", port=DCGM_EXPORTER, exporter="dcgm-exporter"))
 
     queries = _storage_queries() + _fabric_queries(storage)
+    if storage.shared.fscache is not None:
+        queries.append(fscache_query(storage.shared.fscache.counters))
     if has_gpu:
         queries += _gpu_queries()
     if storage.ceph is not None:

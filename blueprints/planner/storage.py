@@ -39,7 +39,8 @@ from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.planner.fio_workloads import TIERED_MOUNT
 from blueprints.planner.hosts import client_group, storage_group
 from blueprints.planner.lab import LAB_OSDS
-from blueprints.spec import LabTarget
+from blueprints.planner.shared_fs import plan_ceph_mount, plan_external_mount, plan_managed_mount
+from blueprints.spec import ExternalStorage, LabTarget
 from blueprints.units import Duration, Rate, Ratio, Size
 
 # The most servers one tier may plan. The Blueprint lists every storage server as a host, and a 100,000-GPU spec must
@@ -333,6 +334,9 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
     hot_formula = f"{req.data.training_set} x {req.data.hot_fraction}" + (
         f" + 2 x {req.data.checkpoint_size} checkpoints" if ckpt else "") + f" = {Size.of(hot_usable)}"
 
+    external = ctx.req.storage.external if ctx.req.storage is not None else None
+    if external is not None:
+        return _external(ctx, compute, external, train + val + 2 * ckpt, problems)
     if ctx.is_cloud:
         try:
             managed = _managed(ctx, compute, train + val + 2 * ckpt, read_t, write_t)
@@ -380,6 +384,7 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
     per_write = ceph.osd_groups[0].per_node_write.value
     nvmeof = _nvmeof(ctx, compute, hot)
     write_cap = Rate.of(hot.nodes.value * per_write.value)
+    cache = _cache(ctx, compute, nvmeof.namespace_size if nvmeof else None)
     return StoragePlan(
         managed_service=None,
         tiers=tuple(tiers),
@@ -388,8 +393,9 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
                                 f"{hot.nodes.value} nodes x {per_write} per-node client write "
                                 f"({hot.protection.value}) = {write_cap}"),
         nvmeof=nvmeof,
-        cache=_cache(ctx, compute, nvmeof.namespace_size if nvmeof else None),
+        cache=cache,
         ceph=ceph,
+        shared=plan_ceph_mount(ctx, compute, ceph, cache),
     )
 
 
@@ -469,5 +475,56 @@ def _managed_plan(ctx: PlanContext, compute: ComputePlan, fs: ManagedFileSystem,
     )
     return StoragePlan(
         managed_service=fs.name, managed=managed, tiers=(hot,), read_throughput=hot.aggregate_read,
-        write_throughput=hot.aggregate_read, nvmeof=None, cache=_cache(ctx, compute),
+        write_throughput=hot.aggregate_read, nvmeof=None, cache=None,
+        shared=plan_managed_mount(ctx, fs.name),
     )
+
+
+def _external(ctx: PlanContext, compute: ComputePlan, ext: ExternalStorage, data: float,
+              problems: list[Problem]) -> StoragePlan:
+    """The user's own file system: no servers, no NVMe-oF, no dm-cache; the spec's stated capability checked against
+    its targets and data, every figure it does not state taken from the spec's targets (acceptance measures them)."""
+    perf = ctx.req.performance.storage
+    cap = ext.capability
+    cap_path = "storage.external.capability"
+    for stated, target, what in ((cap.read_throughput, perf.read_throughput.value, "read_throughput"),
+                                 (cap.write_throughput, perf.write_throughput.value if perf.write_throughput else None,
+                                  "write_throughput")):
+        if stated is not None and target is not None and stated.value < target:
+            problems.append(Problem(
+                f"{cap_path}.{what}", f"{what} {stated} is below performance.storage.{what} {Rate.of(target)}: the "
+                f"{ext.type} system at {ext.source} cannot meet the target; expected at least {Rate.of(target)}"))
+    if cap.capacity is not None and cap.capacity.value < data:
+        problems.append(Problem(
+            f"{cap_path}.capacity", f"capacity {cap.capacity} is below the data it must hold (training + validation "
+            f"sets + 2 checkpoints = {Size.of(data)}); expected at least {Size.of(data)}"))
+    _raise_all(ctx, problems)
+    shared = plan_external_mount(ctx, compute, ext)
+    rates = {}
+    write_target = perf.write_throughput.value if perf.write_throughput else perf.read_throughput.value
+    for name, stated, target in (("read", cap.read_throughput, perf.read_throughput.value),
+                                 ("write", cap.write_throughput, write_target)):
+        if stated is not None:
+            rates[name] = traced(stated, [f"{cap_path}.{name}_throughput"], "storage.external_capability_as_stated",
+                                 f"{stated}, as the spec states it; acceptance measures it")
+        else:
+            spec_path = f"performance.storage.{name}_throughput" if name == "read" or perf.write_throughput else \
+                "performance.storage.read_throughput"
+            rates[name] = traced(Rate.of(target), [spec_path], "storage.external_target_unstated",
+                                 f"not stated in storage.external.capability: the spec's target {Rate.of(target)}, "
+                                 "which acceptance measures on the user's system")
+    usable = (traced(cap.capacity, [f"{cap_path}.capacity"], "storage.external_capability_as_stated",
+                     f"{cap.capacity}, as the spec states it")
+              if cap.capacity is not None else
+              traced(Size.of(data), ["data.training_set", "data.validation_set"], "storage.external_capacity_unstated",
+                     f"not stated: the data it holds, training + validation sets + 2 checkpoints = {Size.of(data)}"))
+    hot = TierPlan(
+        name="hot", media=ext.type, server="external", usable=usable,
+        protection=traced("user-managed", ["storage.external.type"], "storage.external_protection",
+                          "the user's system protects its own data"),
+        alternatives=(), raw=usable,
+        nodes=traced(0, ["storage.external.type"], "storage.external_has_no_servers",
+                     "clustersmith builds no server of it"),
+        per_node_read=rates["read"].value, aggregate_read=rates["read"])
+    return StoragePlan(managed_service=None, tiers=(hot,), read_throughput=rates["read"],
+                       write_throughput=rates["write"], nvmeof=None, cache=None, shared=shared)

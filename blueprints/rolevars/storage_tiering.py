@@ -41,6 +41,8 @@ class StorageTieringVars(RoleVars):
 
 def role_vars(bp: Blueprint) -> dict[Group, RoleVars]:
     cache = bp.storage.cache
+    if cache is None:  # dm-cache only in front of a block device the node owns (its own NVMe-oF namespace)
+        return {}
     return {
         "gpu_clients": StorageTieringVars(
             storage_tiering_cache_mode=cache.mode.value,

@@ -44,6 +44,9 @@ DISABLED_UNITS = (
     "timers.target.wants/dpkg-db-backup.timer",
     "timers.target.wants/e2scrub_all.timer",
     "timers.target.wants/fstrim.timer",
+    # the shared_fs role starts cachefilesd where FS-Cache is planned; the external-NFS lab fixture starts nfsd
+    "multi-user.target.wants/cachefilesd.service",
+    "multi-user.target.wants/nfs-server.service",
 )
 # First-boot work a throw-away guest never needs: Debian's packages ship hwdb.bin and ld.so.cache
 # already, but /etc/.updated is missing, so these would rebuild them (minutes under TCG).

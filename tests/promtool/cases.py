@@ -124,7 +124,10 @@ def cache_hit(bp: Blueprint, a: AlertRule) -> Case:
 
 def hit_ratio_tests(bp: Blueprint) -> list[dict[str, Any]]:
     """The plan's one hit ratio, as the alert reads it (the recorded series at the query's window) and as acceptance
-    asks it (the query over a measurement's own window): both are read hits / (hits + misses)."""
+    asks it (the query over a measurement's own window): both are read hits / (hits + misses). Only where dm-cache is
+    planned: elsewhere no rule records it."""
+    if bp.storage.cache is None:
+        return []
     q = bp.monitoring.query("cache.read_hit_ratio")
     assert q.recorded is not None
     body = ",".join(f'{k}="{v}"' for k, v in CACHE_LABELS.items())
@@ -142,6 +145,55 @@ def hit_ratio_tests(bp: Blueprint) -> list[dict[str, Any]]:
             ],
         })
     return tests
+
+
+FSCACHE_PASS_MINUTES = 5  # the first (uncached) read pass of the cache check, before the second pass begins
+
+
+def fscache_counters(bp: Blueprint, second_pass: float | None, n: int) -> list[dict[str, str]]:
+    """The exporter's FS-Cache counters (clustersmith_fscache_events_total{line, key}, one series per counter the plan
+    names) over ``n`` steps: a first pass of FSCACHE_PASS_MINUTES whose 10000 reads a step all miss, then a second pass
+    of which ``second_pass`` are hits. The misses are split over the plan's miss counters (NFS: IO wr and NoSpace nwr)
+    and the hits over its hit counters, so the rule must sum them. ``second_pass`` None: no reads at all (flat
+    counters: 0 / 0, no ratio)."""
+    counters = bp.storage.shared.fscache.counters  # type: ignore[union-attr]
+    first = _steps(FSCACHE_PASS_MINUTES)
+    per_step = 10000.0
+
+    out = []
+    for line, key in counters.hits:
+        segments = [(0.0, n)] if second_pass is None else [(0.0, first), (per_step * second_pass / len(counters.hits),
+                                                                          n - first)]
+        out.append(series("clustersmith_fscache_events_total", {"instance": INSTANCE, "line": line, "key": key},
+                          counter(segments)))
+    for line, key in counters.misses:
+        segments = [(0.0, n)] if second_pass is None else [(per_step / len(counters.misses), first),
+                                                           (per_step * (1 - second_pass) / len(counters.misses),
+                                                            n - first)]
+        out.append(series("clustersmith_fscache_events_total", {"instance": INSTANCE, "line": line, "key": key},
+                          counter(segments)))
+    return out
+
+
+def fscache_hit(bp: Blueprint, a: AlertRule) -> Case:
+    """The second pass just under the plan's floor fires once it has held for the alert's for:; just over it, the first
+    pass's misses (ratio 0, shorter than for:) raise nothing."""
+    after = FSCACHE_PASS_MINUTES + 5 + _minutes(a.for_) + 3
+    n = _steps(after + 5)
+    return Case(a, fscache_counters(bp, a.threshold - 0.005, n), fscache_counters(bp, a.threshold + 0.005, n),
+                {"instance": INSTANCE}, after)
+
+
+def fscache_idle_tests(bp: Blueprint) -> list[dict[str, Any]]:
+    """A node that reads nothing has no FS-Cache hit ratio: 0 / 0 records NaN (promtool showed the recorded series NaN
+    here), which no `<` passes, so FsCacheHitRatioLow stays quiet."""
+    alert = next((a for a in bp.monitoring.alerts if a.name == "FsCacheHitRatioLow"), None)
+    if alert is None:
+        return []
+    at = _minutes(alert.for_) + 10
+    return [{"name": "FsCacheHitRatioLow stays quiet with no reads", "interval": f"{STEP_S}s",
+             "input_series": fscache_counters(bp, None, _steps(at + 5)),
+             "alert_rule_test": [{"eval_time": f"{at}m", "alertname": alert.name, "exp_alerts": []}]}]
 
 
 def path_down(bp: Blueprint, a: AlertRule) -> Case:
@@ -225,6 +277,7 @@ BUILDERS: dict[str, Callable[[Blueprint, AlertRule], Case]] = {
     "StorageReadLatencyP99High": latency_p99,
     "StorageThroughputJitterHigh": jitter,
     "CacheHitRatioLow": cache_hit,
+    "FsCacheHitRatioLow": fscache_hit,
     "NvmeofPathDown": path_down,
     "RdmaLinkDown": port_down,
     "PfcPauseStorm": baseline("clustersmith_pfc_pause_rx_frames_total",
@@ -317,7 +370,6 @@ def test_file(bp: Blueprint, rule_files: list[str], rendered: dict[str, dict[str
                 "alert_rule_test": [{"eval_time": f"{case.eval_minutes}m", "alertname": case.alert.name,
                                      "exp_alerts": expected}],
             })
-    if any(q.name == "cache.read_hit_ratio" for q in bp.monitoring.queries):
-        tests += hit_ratio_tests(bp)
+    tests += hit_ratio_tests(bp) + fscache_idle_tests(bp)
     tests += ceph_recording_tests(bp, rendered)
     return {"rule_files": rule_files, "evaluation_interval": EVALUATION_INTERVAL, "tests": tests}

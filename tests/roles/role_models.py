@@ -21,7 +21,8 @@ MODELS: dict[str, tuple[type[RoleVars], str]] = {
     "rdma": (RdmaVars, "RDMA on every rail NIC: MTU, Soft-RoCE in the lab, RoCE mode and GID, across reboots"),
     "nvmeof": (NvmeofVars, "NVMe-oF: nvmet subsystems on the targets, native multipath over every rail on the hosts"),
     "ceph": (CephVars, "Ceph from Debian's packages: monitors, managers, OSDs, MDS, pools, CephFS and its layouts"),
-    "shared_fs": (SharedFsVars, "The shared file system on every GPU node: CephFS through a systemd mount unit"),
+    "shared_fs": (SharedFsVars, "The shared file system on every GPU node (CephFS, Lustre, NFS, WEKA, Storage Scale) "
+                                "through a systemd mount unit, with FS-Cache on the local NVMe"),
     "storage_tiering": (StorageTieringVars,
                         "dm-cache tier of the fast device in front of the slow one, tunables and warm-up"),
 }

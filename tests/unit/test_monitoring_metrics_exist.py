@@ -3,7 +3,9 @@ design deploys, judged against the exporters' real metric lists:
 
 - node_exporter: a recorded scrape of node_exporter 1.5.0 (tests/fixtures/monitoring/, see tests/fixtures/README.md);
 - clustersmith-exporter: the families the role's own exporter returns when run here on the lab recordings
-  (roles/monitoring/tests/fixtures/, recorded by record_fixtures.py), its tools replaying their recorded output;
+  (roles/monitoring/tests/fixtures/, recorded by record_fixtures.py), its tools replaying their recorded output,
+  and its FS-Cache collector on /proc/fs/fscache/stats in the shape of the lab's 6.1 kernel, written from the
+  kernel's format strings until the lab's real file replaces it (tests/fixtures/fscache/README.md);
 - dcgm-exporter: the active rows of the collector file the role starts it with (one metric per row);
 - ceph-mgr: what Ceph 16.2.15's mgr prometheus module served, healthy and with an OSD down
   (tests/fixtures/ceph/{healthy,osd-down}/mgr-prometheus.txt, see tests/fixtures/ceph/README.md);
@@ -28,6 +30,7 @@ from tests.unit.test_monitoring_exporter import FIXTURES, exporter, sysfs_from_d
 
 NODE_SCRAPE = REPO / "tests" / "fixtures" / "monitoring" / "node-exporter-1.5.0-dev-machine.prom"
 CEPH_SCRAPES = [REPO / "tests" / "fixtures" / "ceph" / s / "mgr-prometheus.txt" for s in ("healthy", "osd-down")]
+FSCACHE_STATS = REPO / "tests" / "fixtures" / "fscache" / "stats-6.1-shape.txt"
 DCGM_COUNTERS = REPO / "roles" / "monitoring" / "files" / "dcgm-exporter-counters.csv"
 PROMETHEUS_OWN = {"up"}
 # node_exporter also serves what clustersmith-exporter writes into its textfile folder (the role's timer runs it there).
@@ -83,9 +86,13 @@ def clustersmith_exporter_metrics(tmp: Path, monkeypatch: pytest.MonkeyPatch) ->
         (tools / tool).write_text(f"#!/bin/sh\n{script}\n")
         (tools / tool).chmod(0o755)
     monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    # /proc/fs/fscache/stats in the shape of the lab's 6.1 kernel (tests/fixtures/fscache/README.md)
+    stats = tmp / "proc" / "fs" / "fscache" / "stats"
+    stats.parent.mkdir(parents=True)
+    stats.write_text(FSCACHE_STATS.read_text())
     args = exporter.parse_args(["--output", str(tmp / "out.prom"), "--state", str(tmp / "state.json"),
-                                "--sysfs", str(sysfs), "--latency-buckets", "0.001,0.01", "--ping",
-                                "rail0=10.77.0.1"])
+                                "--sysfs", str(sysfs), "--proc", str(tmp / "proc"), "--latency-buckets",
+                                "0.001,0.01", "--ping", "rail0=10.77.0.1"])
     families = exporter.collect(args, {})
     return set().union(*(_family_names(f.kind, f.name) for f in families))
 
@@ -147,7 +154,8 @@ def test_the_exporter_lists_are_real_and_hold_what_each_is_known_for(produced: d
     assert {"node_disk_read_bytes_total", "node_disk_io_time_seconds_total"} <= produced["node_exporter"]
     assert {"clustersmith_rdma_port_active", "clustersmith_nvme_path_live", "clustersmith_lvmcache_read_hits_total",
             "clustersmith_pfc_pause_rx_frames_total", "clustersmith_storage_read_latency_seconds_bucket",
-            "clustersmith_rail_rtt_seconds_bucket"} <= produced["clustersmith-exporter"]
+            "clustersmith_rail_rtt_seconds_bucket", "clustersmith_fscache_events_total"} \
+        <= produced["clustersmith-exporter"]
     assert {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_XID_ERRORS",
             "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"} <= produced["dcgm-exporter"]
     assert {"ceph_health_status", "ceph_osd_up", "ceph_osd_in", "ceph_osd_metadata", "ceph_pg_active",

@@ -63,7 +63,12 @@ def test_every_alert_fires_past_its_threshold_and_not_below(example: Path, tmp_p
                for r in g["rules"] if "alert" in r}
     doc = cases.test_file(bp, rule_files, written)
     ceph_whole = 3 if bp.storage.ceph is not None else 0  # the recordings against every Ceph alert
-    assert len(doc["tests"]) == 2 * len(bp.monitoring.alerts) + len(cases.hit_ratio_tests(bp)) + ceph_whole
+    extra = len(cases.hit_ratio_tests(bp)) + len(cases.fscache_idle_tests(bp))  # dm-cache's ratio, FS-Cache's idle
+    assert len(doc["tests"]) == 2 * len(bp.monitoring.alerts) + extra + ceph_whole
+    names = {a.name for a in bp.monitoring.alerts}
+    assert ("CacheHitRatioLow" in names) == (bp.storage.cache is not None) == bool(cases.hit_ratio_tests(bp))
+    assert ("FsCacheHitRatioLow" in names) == (bp.storage.shared.fscache is not None) == bool(
+        cases.fscache_idle_tests(bp))
     (out / "tests.yml").write_text(yaml.safe_dump(doc, sort_keys=False, width=100000))
     result = _run([promtool, "test", "rules", "tests.yml"], out)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]

@@ -114,7 +114,16 @@ def test_spec_targets_become_the_alert_thresholds(example: Path) -> None:
     alerts = {a.name: a for a in bp.monitoring.alerts}
     assert alerts["StorageReadLatencyP99High"].threshold == storage.latency_p99.value
     assert alerts["StorageThroughputJitterHigh"].threshold == storage.jitter.value
-    assert alerts["CacheHitRatioLow"].threshold == bp.storage.cache.min_hit_ratio.value.value
+    # each cache's alert exactly where that cache is planned: dm-cache where a node owns a block device (not on the
+    # clouds), FS-Cache where the shared file system's client uses it
+    if bp.storage.cache is not None:
+        assert alerts["CacheHitRatioLow"].threshold == bp.storage.cache.min_hit_ratio.value.value
+    else:
+        assert "CacheHitRatioLow" not in alerts
+    if bp.storage.shared.fscache is not None:
+        assert alerts["FsCacheHitRatioLow"].threshold == bp.storage.shared.fscache.min_hit_ratio.value.value
+    else:
+        assert "FsCacheHitRatioLow" not in alerts
     assert f"{storage.latency_p99.value:.12g}" in {f"{b:.12g}" for b in bp.monitoring.latency_buckets}
     if bp.storage.nvmeof is not None:
         assert alerts["NvmeofPathDown"].threshold == bp.storage.nvmeof.paths_per_subsystem.value
@@ -235,13 +244,28 @@ def test_one_hit_ratio_serves_the_alert_the_dashboard_and_acceptance(example: Pa
     assert q.over() == (
         "increase(clustersmith_lvmcache_read_hits_total[5m]) / (increase(clustersmith_lvmcache_read_hits_total[5m]) "
         "+ increase(clustersmith_lvmcache_read_misses_total[5m]))")
-    recorded = {r.record: r.expr for r in bp.monitoring.recording}
-    assert recorded[str(q.recorded)] == q.over()
-    alert = next(a for a in bp.monitoring.alerts if a.name == "CacheHitRatioLow")
-    assert alert.expr == f"{q.recorded} < {{threshold}}"
-    check = next(c for c in bp.acceptance.checks if c.id == "cache.hit_ratio")
-    assert check.args["query"] == q.name and check.threshold == pytest.approx(alert.threshold)
     assert "[120s]" in q.over("120s") and "[5m]" not in q.over("120s")
+    recorded = {r.record: r.expr for r in bp.monitoring.recording}
+    alerts = {a.name: a for a in bp.monitoring.alerts}
+    checks = {c.id: c for c in bp.acceptance.checks}
+    if bp.storage.cache is None:  # no dm-cache planned (the clouds): no lvmcache rule, alert or check
+        assert str(q.recorded) not in recorded and "CacheHitRatioLow" not in alerts and "cache.hit_ratio" not in checks
+        assert not any("lvmcache" in e for e in recorded.values())
+    else:
+        assert recorded[str(q.recorded)] == q.over()
+        alert = alerts["CacheHitRatioLow"]
+        assert alert.expr == f"{q.recorded} < {{threshold}}"
+        check = checks["cache.hit_ratio"]
+        assert check.args["query"] == q.name and check.threshold == pytest.approx(alert.threshold)
+    fscache = bp.storage.shared.fscache
+    if fscache is None:
+        assert "FsCacheHitRatioLow" not in alerts and "cache.fscache_hit_ratio" not in checks
+        assert not any("fscache" in r for r in recorded)
+    else:
+        fq = bp.monitoring.query("fscache.read_hit_ratio")
+        assert recorded[str(fq.recorded)] == fq.over()
+        assert alerts["FsCacheHitRatioLow"].expr == f"{fq.recorded} < {{threshold}}"
+        assert checks["cache.fscache_hit_ratio"].threshold == pytest.approx(alerts["FsCacheHitRatioLow"].threshold)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)

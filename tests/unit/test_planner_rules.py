@@ -14,6 +14,7 @@ from blueprints.loader import parse_requirements
 from blueprints.planner import plan
 from blueprints.planner.qos import traffic_class
 from blueprints.planner.storage import protection_options
+from blueprints.units import Size
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -242,14 +243,41 @@ def test_the_fio_files_fit_in_half_the_hot_tier_uncapped() -> None:
     assert fp.per_file.value == 4 * 2**30  # the shape's choice: it fits
     assert fp.footprint.value.value == fp.files * fp.per_file.value <= fp.tier_usable.value / 2
     assert fp.fill_time.value.value == pytest.approx(fp.footprint.value.value / bp.storage.write_throughput.value.value)
-    assert all(w.size.value == fp.per_file for w in bp.acceptance.workloads)
+    # every workload reuses the same files, but the FS-Cache check's, which must fit half the cache
+    assert all(w.size.value == fp.per_file for w in bp.acceptance.workloads if w.name != "cache_read")
+
+
+def test_the_cache_check_files_fit_half_the_fscache_in_whole_mib() -> None:
+    bp = planned(spec())
+    fscache = bp.storage.shared.fscache
+    assert fscache is not None  # cv-training: CephFS with FS-Cache on the local NVMe
+    fp = bp.acceptance.footprint
+    assert fp is not None
+    cache = next(w for w in bp.acceptance.workloads if w.name == "cache_read")
+    jobs = bp.compute.gpus_per_node
+    room = fscache.size.value.value / 2 / jobs
+    assert cache.size.value.value == min(fp.per_file.value, room) // 2**20 * 2**20
+    assert Size.parse(cache.size.value.text).value == cache.size.value.value  # its text reads back to the same bytes
+    assert cache.size.derived_from.rule == "acceptance.cache_files_fit_half_the_cache"
+    assert "whole MiB" in cache.size.derived_from.formula
+    assert (cache.on, cache.direct, cache.time_based) == ("shared", False, False)  # buffered: no O_DIRECT
+
+
+def test_the_lab_cache_check_reads_whole_64mib_files() -> None:
+    """The lab's 64 MiB files fit its cache: 64 MiB exactly, in a text that a reloaded Blueprint reads back the same
+    (Size.of's decimal text made it 67108900 bytes, not a whole 1M block)."""
+    bp = planned(spec("lab.yaml"))
+    cache = next(w for w in bp.acceptance.workloads if w.name == "cache_read")
+    assert cache.size.value.value == 64 * 2**20 and Size.parse(cache.size.value.text).value == 64 * 2**20
 
 
 def test_a_ceph_design_measures_the_storage_system_on_its_shared_mount_and_latency_on_the_own_namespace() -> None:
     bp = planned(spec())
     assert bp.storage.ceph is not None and bp.storage.nvmeof is not None
     on = {w.name: w.on for w in bp.acceptance.workloads}
-    assert on == {"seq_read": "shared", "seq_write": "shared", "rand_read_4k": "tier", "mixed": "shared"}
+    assert bp.storage.shared.fscache is not None  # the cache check reads the shared mount (CephFS with fsc)
+    assert on == {"seq_read": "shared", "seq_write": "shared", "rand_read_4k": "tier", "mixed": "shared",
+                  "cache_read": "shared"}
     shared, tier = bp.acceptance.scratch_dir("shared"), bp.acceptance.scratch_dir("tier")
     hot = next(p for p in bp.storage.ceph.pools if p.tier == "hot")
     assert (shared.path, shared.mount) == (f"{bp.storage.ceph.mount.mount_point}{hot.directory}/.clustersmith-accept",
@@ -264,11 +292,15 @@ def test_a_ceph_design_measures_the_storage_system_on_its_shared_mount_and_laten
     assert "half the hot tier" in size.derived_from.formula and "half the node's" in size.derived_from.formula
 
 
-def test_without_a_shared_storage_system_every_workload_runs_on_the_tier() -> None:
+def test_where_no_node_owns_a_block_device_every_workload_runs_on_the_shared_mount() -> None:
     bp = planned(spec(target={"provider": "aws", "region": "us-east-1"}, performance__storage__latency_p99="<2ms"))
-    assert bp.storage.ceph is None
-    assert {w.on for w in bp.acceptance.workloads} == {"tier"}
-    assert [a.fs for a in bp.acceptance.scratch] == ["tier"]
+    assert bp.storage.ceph is None and bp.storage.nvmeof is None and bp.storage.cache is None
+    assert bp.storage.shared.engine.value == "managed-lustre" and bp.storage.shared.fscache is None
+    on = {w.name: w.on for w in bp.acceptance.workloads}
+    assert on == {"seq_read": "shared", "seq_write": "shared", "rand_read_4k": "shared", "mixed": "shared"}
+    assert [(a.fs, a.mount) for a in bp.acceptance.scratch] == [("shared", bp.storage.shared.mount_point)]
+    latency = next(w for w in bp.acceptance.workloads if w.name == "rand_read_4k")
+    assert latency.purpose == "4k random read completion latency on the shared file system"
 
 
 def test_the_fio_files_shrink_to_half_the_hot_tier_on_a_large_fleet() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from blueprints.blueprint import BUFFERED_WORKLOAD, FioWorkload
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
@@ -44,7 +45,12 @@ def test_job_files_carry_the_planned_shape(built: tuple[object, Path]) -> None:
         assert f"directory={bp.acceptance.scratch_dir(w.on).path}\n" in text  # type: ignore[attr-defined]
         assert f"numjobs={w.numjobs.value}\n" in text and f"iodepth={w.iodepth.value}\n" in text
         assert f"runtime={w.runtime_s.value}\n" in text and f"size={int(w.size.value.value)}\n" in text
-        assert "direct=1\n" in text and "ioengine=libaio\n" in text
+        # O_DIRECT everywhere, but the FS-Cache check: direct I/O bypasses FS-Cache, so it reads buffered
+        # (blueprints.blueprint.BUFFERED_WORKLOAD, the one exception the FioWorkload model allows)
+        direct = 0 if w.name == BUFFERED_WORKLOAD else 1
+        assert f"direct={direct}\n" in text and "ioengine=libaio\n" in text
+        if not direct:
+            assert "invalidate=1\n" in text and "time_based" not in text  # a whole pass, page cache dropped first
     mixed = (folder / "acceptance" / "fio" / "mixed.fio").read_text()
     assert "rw=randrw\n" in mixed and "rwmixread=70\n" in mixed and "bsrange=4k-1M\n" in mixed
     assert "verify=crc32c\n" in mixed and "verify_state_save=0\n" in mixed  # no state files left behind
@@ -57,3 +63,12 @@ def test_fio_accepts_every_job_file(built: tuple[object, Path]) -> None:
         done = subprocess.run(["fio", "--parse-only", str(job)], capture_output=True, text=True, timeout=60,
                               env={"CLUSTERSMITH_HOST": "client-1", "PATH": "/usr/bin:/bin"})
         assert done.returncode == 0, f"{job.name}: {done.stderr}"
+
+
+@pytest.mark.parametrize(("name", "direct"), [("seq_read", False), ("cache_read", True)])
+def test_only_the_cache_check_reads_buffered(built: tuple[object, Path], name: str, direct: bool) -> None:
+    """direct=0 on any workload but the FS-Cache check, or direct=1 on it, is refused where the Blueprint is made."""
+    bp, _ = built
+    base = bp.acceptance.workloads[0]  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=f"workload {name}: direct={int(direct)}; expected direct={int(not direct)}"):
+        FioWorkload.model_validate({**base.model_dump(), "name": name, "direct": direct})

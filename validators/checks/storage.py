@@ -10,6 +10,7 @@ from __future__ import annotations
 from blueprints.blueprint import Check
 from validators.checks import missing, rule, setup_failure
 from validators.coverage import Planned, cover
+from validators.errors import ParseError
 from validators.fio import (
     DIRECTIONS,
     Direction,
@@ -18,6 +19,7 @@ from validators.fio import (
     merged_percentile,
     worst_percentile,
 )
+from validators.fscache import counters, delta, parse_stats
 from validators.outcome import Coverage, Detail, Measurement, Reference, Series
 from validators.results import FioWorkloadResults, Results
 
@@ -96,7 +98,7 @@ def _throughput(check: Check, results: Results, planned: Planned, direction: Dir
     line = Reference(kind="throughput", y=check.threshold * scale,
                      label=f"{check.op} {check.threshold:g} {check.unit} (all clients)")
     return Measurement(value=total, details=details, series=series, references=(line,),
-                       notes=(f"sum of {len(details)} client(s) running at once", *notes),
+                       notes=(f"sum of {len(details)} client(s) running at once", *_system(check), *notes),
                        coverage=(coverage,), failed_runs=_failures(found))
 
 
@@ -136,7 +138,8 @@ def latency_p99(check: Check, results: Results, planned: Planned) -> Measurement
     line = Reference(kind="latency", y=check.threshold * scale / 1e3, label=f"p99 {check.op} {check.threshold:g} "
                      f"{check.unit}")
     return Measurement(value=None if value is None else value / scale, details=tuple(details),
-                       series=tuple(series), references=(line,), notes=(how, *notes), coverage=(coverage,),
+                       series=tuple(series), references=(line,), notes=(how, *_system(check), *notes),
+                       coverage=(coverage,),
                        failed_runs=_failures(found))
 
 
@@ -183,5 +186,58 @@ def mixed(check: Check, results: Results, planned: Planned) -> Measurement:
         details.append(Detail(where=host, value=float(run.errors), unit="errors", note=note))
     coverage, notes = _coverage(found, planned)
     return Measurement(value=float(sum(d.value or 0.0 for d in details)), details=tuple(details),
-                       notes=("jobs that ended with an error (verify mismatch, I/O error)", *notes),
+                       notes=("jobs that ended with an error (verify mismatch, I/O error)", *_system(check), *notes),
                        coverage=(coverage,), failed_runs=_failures(found))
+
+
+@rule("cache.fscache_hit_ratio")
+def fscache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measurement:
+    """Per GPU node: the FS-Cache counters the plan names (args.hits, args.misses) before the first read pass and after
+    each; the verdict is the worst node's hit ratio of the second pass, which the first pass filled the cache for."""
+    found = _workload(check, results, planned)
+    if isinstance(found, Measurement):
+        return found
+    coverage, notes = _coverage(found, planned)
+    hits, misses = counters(check.args.get("hits", "")), counters(check.args.get("misses", ""))
+    folder = f"fio/{check.args.get('workload')}"
+    details, wrong = [], []
+    for host in sorted(found.runs):
+        try:
+            read = [parse_stats(text, f"{folder}/{host}.fscache.{i}") if (text := results.text(
+                "fio", check.args.get("workload", ""), f"{host}.fscache.{i}")) is not None else None
+                for i in range(3)]
+            if any(r is None for r in read):
+                wrong.append(f"{host}: no FS-Cache counters ({folder}/{host}.fscache.0, .1, .2)")
+                continue
+            before, first, second = (r for r in read if r is not None)
+            source = f"{folder}/{host}.fscache"
+            h1, m1 = delta(before, first, hits, source), delta(before, first, misses, source)
+            h2, m2 = delta(first, second, hits, source), delta(first, second, misses, source)
+        except ParseError as exc:
+            wrong.append(f"{host}: " + "; ".join(pr.message for pr in exc.problems))
+            continue
+        if h2 + m2 <= 0:
+            wrong.append(f"{host}: the second pass counted no FS-Cache read (hits + misses rose by 0): the mount has "
+                         "no fsc, or no cache is bound (cachefilesd)")
+            continue
+        first_ratio = f"{h1 / (h1 + m1):.3f}" if h1 + m1 > 0 else "none counted"
+        details.append(Detail(where=host, value=h2 / (h2 + m2), unit="ratio",
+                              note=f"second pass: hits +{h2:g}, misses +{m2:g}; first pass: hits +{h1:g}, misses "
+                                   f"+{m1:g} (ratio {first_ratio})"))
+    if wrong:
+        return Measurement(coverage=(coverage,), details=tuple(details), setup_error="; ".join(wrong),
+                           failed_runs=_failures(found))
+    shown = " + ".join(f"{a} {b}" for a, b in hits)
+    return Measurement(value=min(d.value or 0.0 for d in details), details=tuple(details), coverage=(coverage,),
+                       notes=(f"worst node's second-pass ratio {shown} / ({shown} + "
+                              f"{' + '.join(f'{a} {b}' for a, b in misses)}), from /proc/fs/fscache/stats",
+                              *_system(check), *notes), failed_runs=_failures(found))
+
+
+def _system(check: Check) -> tuple[str, ...]:
+    """What the check measured, where the plan names it: the user's own system is measured like any other."""
+    system = check.args.get("system")
+    if not system:
+        return ()
+    own = " (the user's own system, not one clustersmith built)" if check.args.get("owner") == "user" else ""
+    return (f"measured on {system}, mounted at {check.args.get('mount', '?')}{own}",)

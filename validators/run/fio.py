@@ -67,7 +67,8 @@ def run(session: Session, workload: FioWorkload, checks: list[Check], write: Wri
         "accept_workload": workload.name, "accept_job_file": str(job), "accept_fio_results": str(dest),
         "accept_target_kind": write.kind, "accept_target": area.path, "accept_mount": area.mount or "",
         "accept_scratch_nqns": list(write.scratch_nqns), "accept_timeout": int(timeout * session.scale),
-    }, timeout)
+        "accept_passes": 0 if workload.time_based else 2,
+    }, timeout * (1 if workload.time_based else 3))
     ended = time.time()
     session.fio_window = (started, ended) if session.fio_window is None else (session.fio_window[0], ended)
     for host, o in outcomes.items():
