@@ -1,0 +1,75 @@
+# Step fio (validators/run/fio.py): one workload on every client, begun at the common start. Writes only where the
+# Python side allowed (validators.safety): its own files in the plan's scratch directory (whose mount is checked
+# first), a device the host confirms is a scratch namespace, or an explicit --destructive target. Its report,
+# bandwidth logs and exit status (<host>.json, <host>_bw.<job>.log, <host>.exit) go to $dest (fio/<workload>/).
+# Spec: host, kind (scratch_dir, directory, device), target, mount, nqns (one per line), job (the job file),
+# fio_timeout (s), dest.
+step() {
+    if ! command -v fio > /dev/null; then
+        fail "Check that fio is installed" "fio: command not found"
+        return 1
+    fi
+    checked "Check that fio is installed" fio --version || return 1
+    if [ "$kind" = scratch_dir ]; then
+        checked "Check that the scratch directory's file system is mounted where the plan says" \
+            findmnt --noheadings --output TARGET --mountpoint "$mount" || return 1
+        # the scratch directory is made in a directory its file system's role made (CephFS's /hot, laid out on the
+        # hot pool; the tier's mount point), never with missing parents: a /hot made here would hold data on the
+        # default pool
+        parent=$(dirname "$target")
+        if [ ! -d "$parent" ]; then
+            fail "Check that the scratch directory's parent exists" "$parent is not a directory on this host"
+            return 1
+        fi
+    fi
+    if [ "$kind" = scratch_dir ] || [ "$kind" = directory ]; then
+        if ! { mkdir -p "$target" && chmod 0700 "$target"; } > "$job_dir/check.out" 2>&1; then
+            fail "Create the scratch directory" "$(exit_words 1 "$job_dir/check.out")"
+            return 1
+        fi
+    fi
+    if [ "$kind" = device ] && [ -n "$nqns" ]; then
+        # the block device fio will open at the target path (links followed, as fio's open does), its subsystem
+        # NQN read by its major:minor, not by a name
+        if ! found=$(stat --dereference --format '%F|%t|%T' "$target" 2> "$job_dir/check.out"); then
+            fail "Find the block device fio will open at the target path" "$(exit_words 1 "$job_dir/check.out")"
+            return 1
+        fi
+        type=${found%%|*}
+        if [ "$type" != "block special file" ]; then
+            fail "Refuse a target that is not a block device" \
+                "$target is a $type, not a block device; nothing was written"
+            return 1
+        fi
+        numbers=${found#*|}
+        device=/sys/dev/block/$(printf '%d' "0x${numbers%|*}"):$(printf '%d' "0x${numbers#*|}")
+        if ! nqn=$(tr -d '\n' < "$device/device/subsysnqn" 2> "$job_dir/check.out"); then
+            fail "Read the subsystem NQN of that device" "$(exit_words 1 "$job_dir/check.out")"
+            return 1
+        fi
+        if ! printf '%s\n' "$nqns" | grep -qxF -- "$nqn"; then
+            fail "Refuse a device that is not a scratch namespace of the plan" \
+                "$target belongs to $nqn, not to a scratch namespace of the plan ($(printf '%s' "$nqns" | tr '\n' ' ' | sed 's/ *$//; s/ /, /g')); nothing was written"
+            return 1
+        fi
+    fi
+    mkdir "$job_dir/run" && printf '%s' "$job" > "$job_dir/run/job.fio" || return 1
+    await_start
+    cd "$job_dir/run" || return 1
+    CLUSTERSMITH_HOST=$host timeout "$fio_timeout" fio --output-format=json+ "--output=$host.json" job.fio \
+        2> "$job_dir/fio.err"
+    rc=$?
+    # fio's exit status beside its report: a fio killed or cut short can still write a report whose jobs say error 0;
+    # the runner reads <host>.exit (status, then fio's last words) to tell that from a finished run. timeout(1) ends a
+    # fio that outlives its time with 124: no status of fio's own, as when Ansible's task timeout ended it
+    if [ "$rc" -eq 124 ]; then
+        printf 'none\nfio did not end within %s s: timeout(1) ended it\n' "$fio_timeout" > "$host.exit"
+    else
+        { printf '%s\n' "$rc"; cat "$job_dir/fio.err"; } > "$host.exit"
+    fi
+    mkdir -p "$out/$dest"
+    for file in ./*.json ./*_bw.*.log ./*.exit; do
+        [ -f "$file" ] && cp "$file" "$out/$dest/"
+    done
+    return 0
+}
