@@ -69,6 +69,10 @@ def test_runs_fio_for_real_and_cleans_its_scratch_files(out: Path, tmp_path: Pat
     assert checks["storage.latency_p99"]["status"] == "info" and float(checks["storage.latency_p99"]["measured"]) > 0
     run = sorted((out / "acceptance" / "runs").iterdir())[-1]
     assert (run / "fio" / "rand_read_4k" / "client-1.json").is_file()
+    # both clients began at the runner's common start: their reports end within a second or two of each other
+    ends = [json.loads((run / "fio" / "rand_read_4k" / f"{c}.json").read_text())["timestamp_ms"]
+            for c in ("client-1", "client-2")]
+    assert abs(ends[0] - ends[1]) < 3000, ends
     assert (run / "report.html").is_file() and (run / "junit.xml").is_file()
     assert list(scratch.iterdir()) == [], "the scratch files are removed afterwards"
 
@@ -257,8 +261,10 @@ def test_only_the_failed_pairs_run_again_each_in_its_own_wave(out: Path, tmp_pat
     assert first.aligned and again.aligned
     assert str(again.specs["storage-1"]["schedule"]).splitlines() == [
         "0 server rxe0 18515 1 - -", "1 server rxe1 18516 1 - -"]
-    assert str(again.specs["client-1"]["schedule"]) == "0 client rxe0 18515 1 10.77.0.1 ib_write_bw/rail0/client-1@storage-1"
-    assert str(again.specs["client-2"]["schedule"]) == "1 client rxe1 18516 1 10.77.1.1 ib_write_bw/rail1/client-2@storage-1"
+    assert str(again.specs["client-1"]["schedule"]) == \
+        "0 client rxe0 18515 1 10.77.0.1 ib_write_bw/rail0/client-1@storage-1"
+    assert str(again.specs["client-2"]["schedule"]) == \
+        "1 client rxe1 18516 1 10.77.1.1 ib_write_bw/rail1/client-2@storage-1"
 
 
 def test_the_cache_probe_names_the_hosts_with_a_cache(out: Path, tmp_path: Path) -> None:

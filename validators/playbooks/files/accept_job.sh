@@ -96,9 +96,10 @@ collect)
     if [ ! -e "$meta/done" ]; then  # past its deadline: end the job and everything it started
         pid=$(cat "$meta/pid" 2>/dev/null)
         if [ -n "$pid" ]; then
-            env kill -s TERM -- "-$pid" 2>/dev/null  # the job's session: setsid made it its own group
+            # the job's whole session (setsid made it one): timeout(1) puts each tool in a process group of its own
+            pkill -TERM -s "$pid" 2> /dev/null
             sleep 2
-            env kill -s KILL -- "-$pid" 2>/dev/null
+            pkill -KILL -s "$pid" 2> /dev/null
         fi
         . "$job_dir/spec"
         fail "Run the step" "did not end within its $job_limit_s s (ended by the collector)"
