@@ -24,7 +24,7 @@ from blueprints.planner import plan
 from blueprints.render import build
 from validators.inventory import load_inventory, rdma_record
 from validators.run import facts, perftest
-from validators.run.jobs import BEGIN, END, Job, Record, payload, spec_text, unpack
+from validators.run.jobs import BEGIN, END, Job, Record, payload, script, spec_text, unpack
 from validators.run.plumbing import HostOutcome, Session, shard
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,6 +93,15 @@ def test_a_spec_quotes_every_value_and_refuses_a_bad_name() -> None:
         spec_text({"bad-name": "x"})
 
 
+def test_the_fio_start_call_never_names_the_job_file(out: Path) -> None:
+    """The start call's shell has the step's script and the host's spec in its arguments while it runs; only fio's
+    own command line may say job.fio, by which the lab's fault test finds the workload's fio (KILL_FIO_MID_RUN in
+    tests/lab/test_accept_lab.py)."""
+    assert "job.fio" not in script("fio")
+    for job in (out / "acceptance" / "fio").glob("*.fio"):
+        assert "job.fio" not in job.read_text(), job
+
+
 def test_shards_split_hosts_evenly_within_their_bounds() -> None:
     hosts = [f"h{i}" for i in range(10)]
     assert shard(hosts, 1, 4) == [hosts]
@@ -149,7 +158,7 @@ def test_late_starts_are_noted_with_the_worst(out: Path, tmp_path: Path) -> None
                 "b": HostOutcome(records=[Record("note", "late_ms", "900")]), "c": HostOutcome()}
     session.late(["storage.read_throughput"], outcomes, "fio seq_read")
     assert session.notes == {"storage.read_throughput": [
-        "fio seq_read began up to 2.5 s after the common start on 1 host(s): a"]}
+        "fio seq_read began up to 2.5 s after the planned start on 1 host(s): a"]}
 
 
 STAND_IN = """#!/bin/sh
@@ -208,13 +217,15 @@ def test_the_pairs_of_a_wave_start_together_and_waves_follow_one_another(out: Pa
         mine, at = servers[at:at + len(wave)], at + len(wave)
         assert mine[-1] - mine[0] < 1000, mine  # the servers of a wave start together
         began.append(mine[0])
+    # a wave a slot after the one before (a start late by some scheduling on this loaded machine shortens a gap)
     gaps = [b - a for a, b in itertools.pairwise(began)]
-    assert all(gap >= slot_ms - 50 for gap in gaps), gaps  # and a wave a slot after the one before
+    assert all(gap >= slot_ms - 500 for gap in gaps), gaps
+    assert began[-1] - began[0] >= (len(waves) - 1) * slot_ms - 500, began
     tried = [ms for ms, role, device in lines if role == "client" and device == "client-3_r1"]
     assert len(tried) == perftest.TRIES + 2, "client-3's rail 1: each try failed, then measured again in a second job"
     assert session.setup_errors == {}
-    assert session.notes["rdma.write_bw"] == [
-        "rail1 client-3@client-4: first attempt failed (Run the client against the server's rail address: exit 1: "
-        "Failed to complete run_iter_bw function successfully); measured again"]
+    # (a late start of client-3's later entries, after its six failed tries, may be noted beside it)
+    assert "rail1 client-3@client-4: first attempt failed (Run the client against the server's rail address: exit 1: " \
+        "Failed to complete run_iter_bw function successfully); measured again" in session.notes["rdma.write_bw"]
     got = sorted(p.relative_to(session.results).as_posix() for p in (session.results / "ib_write_bw").rglob("*.txt"))
     assert got == sorted(f"ib_write_bw/rail{p.client_rail}/{p.client}@{p.server}.txt" for w in waves for p in w)

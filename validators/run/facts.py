@@ -16,7 +16,8 @@ LIMIT_S = 120
 def run(session: Session) -> None:
     hosts = sorted(session.inventory.hosts)
     outcomes = session.job(Job("facts", "facts", {h: {"host": h} for h in hosts},
-                               ("facts/{host}.json", "facts/{host}.rdma.fact"), int(LIMIT_S * session.scale)))
+                               ("facts/{host}.json", "facts/{host}.rdma.fact"), int(LIMIT_S * session.scale),
+                               short=True))
     folder = session.results / "facts"
     facts = {}
     for host, o in outcomes.items():

@@ -100,4 +100,4 @@ def cleanup(session: Session, write: WritePlan) -> None:
         targets = "\n".join(a.path for a in write.areas())
         session.job(Job("cleanup", "cleanup", {h: {"host": h, "targets": targets}
                                                for h in session.inventory.group("gpu_clients")}, (),
-                        int(120 * session.scale)))
+                        int(120 * session.scale), short=True))

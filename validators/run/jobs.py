@@ -57,7 +57,9 @@ def argv_text(argv: list[str]) -> str:
 class Job:
     """One step's host job. ``specs``: each host's values (``job_limit_s`` is added: how long the job may run from
     its start); ``outputs``: the results paths it may write (fnmatch patterns, ``{host}`` for the host's name);
-    ``aligned``: whether every host's job begins at the common start the runner sets."""
+    ``aligned``: whether every host's job begins at the common start the runner sets; ``short``: a job of a moment
+    (reading or removing a few files), started and collected in one call (``playbooks/job_now.yml``), which holds a
+    fork for as long as it runs."""
 
     step: str
     body: str
@@ -65,6 +67,11 @@ class Job:
     outputs: tuple[str, ...]
     limit_s: int
     aligned: bool = False
+    short: bool = False
+
+    def __post_init__(self) -> None:
+        if self.short and self.aligned:
+            raise ValueError(f"job {self.step}: a short job is collected as it ends, it cannot wait for a common start")
 
 
 @dataclass

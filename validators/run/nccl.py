@@ -84,7 +84,7 @@ def _preflight(session: Session, check: Check, launch: Launch) -> bool:
     nodes = [n.name for n in launch.nodes]
     outcomes = session.job(Job("nccl-preflight", "nccl_preflight", {n: {"host": n} for n in nodes},
                                ("nccl/preflight/{host}.txt", "nccl/preflight/{host}.txt.rc"),
-                               int(PREFLIGHT_LIMIT_S * session.scale)))
+                               int(PREFLIGHT_LIMIT_S * session.scale), short=True))
     counted: dict[str, GpuCount] = {}
     for host, o in outcomes.items():
         listing = session.results / "nccl" / "preflight" / f"{host}.txt"

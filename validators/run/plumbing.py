@@ -184,7 +184,8 @@ class Session:
             if got.refused:
                 o.failed.append(f"the job wrote what the step does not take: {', '.join(got.refused[:5])}")
 
-        self._run(runs, "job.yml", {"accept_job_script": script(job.body), "accept_job_t0": round(t0, 3)},
+        self._run(runs, "job_now.yml" if job.short else "job.yml",
+                  {"accept_job_script": script(job.body), "accept_job_t0": round(t0, 3)},
                   outcomes, int(margin + job.limit_s) + 60, job.step, collect)
         for o in outcomes.values():
             if o.problem is None and not o.collected:
@@ -266,14 +267,15 @@ class Session:
                     self.setup_error(cid, host, o.problem)
 
     def late(self, check_ids: list[str], outcomes: dict[str, HostOutcome], what: str) -> None:
-        """Note the hosts whose aligned job began more than LATE_NOTE_MS after the common start."""
+        """Note the hosts whose aligned job (or a perftest entry: its wave's start) began more than LATE_NOTE_MS after
+        the planned start."""
         late = {h: int(r.words) for h, o in outcomes.items() for r in o.records
                 if r.kind == "note" and r.key == "late_ms" and r.words.isdigit() and int(r.words) > LATE_NOTE_MS}
         if late:
             worst = max(late.values())
             names = ", ".join(sorted(late)[:10]) + (f" and {len(late) - 10} more" if len(late) > 10 else "")
             for cid in check_ids:
-                self.note(cid, f"{what} began up to {worst / 1000:.1f} s after the common start on {len(late)} "
+                self.note(cid, f"{what} began up to {worst / 1000:.1f} s after the planned start on {len(late)} "
                                f"host(s): {names}")
 
     def setup_error(self, check_id: str, where: str, why: str) -> None:

@@ -8,6 +8,7 @@
 #                                  controller set for every host, as a delay, so no host's clock is compared)
 #   job.sh collect DIR             wait for the job (until its deadline, then end it), print its folder as a gzip'd
 #                                  tar in base64 between two marker lines, and remove the folder
+#   job.sh now DIR                 a short job: start it and collect it in one call
 #
 # DIR holds job.sh, spec (the controller's values for this host, each shell-quoted), out/ (the results) and meta/
 # (pid, deadline, status, records: what failed, in Ansible's words: "<kind><TAB><key><TAB><task>: <words>").
@@ -66,17 +67,28 @@ await_start() {
 # json_str TEXT: TEXT as a JSON string
 json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr -d '\r\n')"; }
 
-case $job_cmd in
-start)
-    command -v setsid > /dev/null || { echo "setsid: command not found (util-linux)" >&2; exit 1; }
+# prepare START_IN_MS: the folders, the start and the deadline
+prepare() {
     mkdir "$out" "$meta" || exit 1
     : > "$meta/records"
-    start_ms=$(($(now_ms) + $3))
+    start_ms=$(($(now_ms) + $1))
     echo "$start_ms" > "$meta/start_ms"
     . "$job_dir/spec"
     echo $((start_ms / 1000 + job_limit_s)) > "$meta/deadline"
+}
+
+case $job_cmd in
+start)
+    command -v setsid > /dev/null || { echo "setsid: command not found (util-linux)" >&2; exit 1; }
+    prepare "$3"
     setsid sh "$job_dir/job.sh" run "$job_dir" < /dev/null > "$meta/log" 2>&1 &
     echo "started $job_dir"
+    ;;
+now)
+    command -v setsid > /dev/null || { echo "setsid: command not found (util-linux)" >&2; exit 1; }
+    prepare 0
+    setsid sh "$job_dir/job.sh" run "$job_dir" < /dev/null > "$meta/log" 2>&1 &
+    sh "$job_dir/job.sh" collect "$job_dir"
     ;;
 run)
     echo $$ > "$meta/pid"
@@ -91,7 +103,7 @@ collect)
     [ -d "$meta" ] || { echo "no job folder $job_dir on this host" >&2; exit 1; }
     deadline=$(cat "$meta/deadline")
     while [ ! -e "$meta/done" ] && [ "$(date +%s)" -lt "$deadline" ]; do
-        sleep 0.5
+        sleep 0.1
     done
     if [ ! -e "$meta/done" ]; then  # past its deadline: end the job and everything it started
         pid=$(cat "$meta/pid" 2>/dev/null)

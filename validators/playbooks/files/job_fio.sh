@@ -53,10 +53,15 @@ step() {
             return 1
         fi
     fi
-    mkdir "$job_dir/run" && printf '%s' "$job" > "$job_dir/run/job.fio" || return 1
+    # The job file's name is put together here, so that of all the processes of this step only fio's own command
+    # line names it (the start call's shell has this text in its arguments): the lab's fault test finds the
+    # workload's fio by that name (tests/lab/test_accept_lab.py, KILL_FIO_MID_RUN).
+    job_file=job
+    job_file="$job_file".fio
+    mkdir "$job_dir/run" && printf '%s' "$job" > "$job_dir/run/$job_file" || return 1
     await_start
     cd "$job_dir/run" || return 1
-    CLUSTERSMITH_HOST=$host timeout "$fio_timeout" fio --output-format=json+ "--output=$host.json" job.fio \
+    CLUSTERSMITH_HOST=$host timeout "$fio_timeout" fio --output-format=json+ "--output=$host.json" "$job_file" \
         2> "$job_dir/fio.err"
     rc=$?
     # fio's exit status beside its report: a fio killed or cut short can still write a report whose jobs say error 0;
