@@ -4,6 +4,33 @@
 # bandwidth logs and exit status (<host>.json, <host>_bw.<job>.log, <host>.exit) go to $dest (fio/<workload>/).
 # Spec: host, kind (scratch_dir, directory, device), target, mount, nqns (one per line), job (the job file),
 # fio_timeout (s), dest.
+sys_block=/sys/dev/block
+
+# check_device: the block device fio will open at $target (links followed, as fio's open does) must be a scratch
+# namespace of the plan ($nqns), its subsystem NQN read through its major:minor, never through a name
+check_device() {
+    if ! found=$(stat --dereference --format '%F|%t|%T' "$target" 2> "$job_dir/check.out"); then
+        fail "Find the block device fio will open at the target path" "$(exit_words 1 "$job_dir/check.out")"
+        return 1
+    fi
+    type=${found%%|*}
+    if [ "$type" != "block special file" ]; then
+        fail "Refuse a target that is not a block device" "$target is a $type, not a block device; nothing was written"
+        return 1
+    fi
+    numbers=${found#*|}
+    device=$sys_block/$(printf '%d' "0x${numbers%|*}"):$(printf '%d' "0x${numbers#*|}")
+    if ! nqn=$(tr -d '\n' < "$device/device/subsysnqn" 2> "$job_dir/check.out"); then
+        fail "Read the subsystem NQN of that device" "$(exit_words 1 "$job_dir/check.out")"
+        return 1
+    fi
+    if ! printf '%s\n' "$nqns" | grep -qxF -- "$nqn"; then
+        fail "Refuse a device that is not a scratch namespace of the plan" \
+            "$target belongs to $nqn, not to a scratch namespace of the plan ($(printf '%s' "$nqns" | tr '\n' ' ' | sed 's/ *$//; s/ /, /g')); nothing was written"
+        return 1
+    fi
+}
+
 step() {
     if ! command -v fio > /dev/null; then
         fail "Check that fio is installed" "fio: command not found"
@@ -29,29 +56,7 @@ step() {
         fi
     fi
     if [ "$kind" = device ] && [ -n "$nqns" ]; then
-        # the block device fio will open at the target path (links followed, as fio's open does), its subsystem
-        # NQN read by its major:minor, not by a name
-        if ! found=$(stat --dereference --format '%F|%t|%T' "$target" 2> "$job_dir/check.out"); then
-            fail "Find the block device fio will open at the target path" "$(exit_words 1 "$job_dir/check.out")"
-            return 1
-        fi
-        type=${found%%|*}
-        if [ "$type" != "block special file" ]; then
-            fail "Refuse a target that is not a block device" \
-                "$target is a $type, not a block device; nothing was written"
-            return 1
-        fi
-        numbers=${found#*|}
-        device=/sys/dev/block/$(printf '%d' "0x${numbers%|*}"):$(printf '%d' "0x${numbers#*|}")
-        if ! nqn=$(tr -d '\n' < "$device/device/subsysnqn" 2> "$job_dir/check.out"); then
-            fail "Read the subsystem NQN of that device" "$(exit_words 1 "$job_dir/check.out")"
-            return 1
-        fi
-        if ! printf '%s\n' "$nqns" | grep -qxF -- "$nqn"; then
-            fail "Refuse a device that is not a scratch namespace of the plan" \
-                "$target belongs to $nqn, not to a scratch namespace of the plan ($(printf '%s' "$nqns" | tr '\n' ' ' | sed 's/ *$//; s/ /, /g')); nothing was written"
-            return 1
-        fi
+        check_device || return 1
     fi
     # The job file's name is put together here, so that of all the processes of this step only fio's own command
     # line names it (the start call's shell has this text in its arguments): the lab's fault test finds the
