@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -24,7 +25,7 @@ from blueprints.planner import plan
 from blueprints.render import build
 from validators.inventory import load_inventory, rdma_record
 from validators.run import facts, perftest
-from validators.run.jobs import BEGIN, END, Job, Record, payload, script, spec_text, unpack
+from validators.run.jobs import BEGIN, END, FILES, Job, Record, payload, script, spec_text, unpack
 from validators.run.plumbing import HostOutcome, Session, shard
 
 REPO = Path(__file__).resolve().parents[2]
@@ -229,3 +230,24 @@ def test_the_pairs_of_a_wave_start_together_and_waves_follow_one_another(out: Pa
         "Failed to complete run_iter_bw function successfully); measured again" in session.notes["rdma.write_bw"]
     got = sorted(p.relative_to(session.results).as_posix() for p in (session.results / "ib_write_bw").rglob("*.txt"))
     assert got == sorted(f"ib_write_bw/rail{p.client_rail}/{p.client}@{p.server}.txt" for w in waves for p in w)
+
+
+def test_a_job_outlives_the_terminal_of_the_call_that_started_it(tmp_path: Path) -> None:
+    """Ansible's SSH connection gives a raw call a terminal; its hang-up when the call ends must not reach the job.
+    script(1) gives the start call a terminal here and hangs it up as it ends."""
+    if shutil.which("script") is None:
+        pytest.skip("script(1) (util-linux) is not here")
+    job = tmp_path / "job"
+    job.mkdir()
+    done = tmp_path / "survived"
+    (job / "job.sh").write_text(f"step() {{ sleep 2; echo yes > {done}; }}\n" + (FILES / "accept_job.sh").read_text())
+    (job / "spec").write_text(spec_text({"job_limit_s": 30}))
+    call = subprocess.run(["script", "-qec", f"sh {job}/job.sh start {job} 0", "/dev/null"], capture_output=True,
+                          text=True, timeout=60)
+    assert call.returncode == 0 and "started" in call.stdout, call.stdout + call.stderr
+    collected = subprocess.run(["sh", f"{job}/job.sh", "collect", str(job)], capture_output=True, text=True,
+                               timeout=60)
+    assert done.read_text() == "yes\n", collected.stdout[-500:]
+    got = unpack(payload(collected.stdout) or b"", "h", tmp_path / "results", ())
+    assert got.status == "0" and got.records == []
+    assert not job.exists(), "collect removes the job's folder"

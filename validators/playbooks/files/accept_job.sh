@@ -77,17 +77,28 @@ prepare() {
     echo $((start_ms / 1000 + job_limit_s)) > "$meta/deadline"
 }
 
+# launch: the job in a session of its own, so it outlives this call; returns once it runs there. Ansible's SSH
+# connection gives a raw call a terminal, whose hang-up at the call's end reaches what is still in this call's process
+# group: the job ignores it until it is in its own session, and this call waits that long.
+launch() {
+    command -v setsid > /dev/null || { echo "setsid: command not found (util-linux)" >&2; exit 1; }
+    (trap '' HUP; exec setsid sh "$job_dir/job.sh" run "$job_dir") < /dev/null > "$meta/log" 2>&1 &
+    tries=0
+    while [ ! -s "$meta/pid" ] && [ "$tries" -lt 200 ]; do
+        sleep 0.05
+        tries=$((tries + 1))
+    done
+}
+
 case $job_cmd in
 start)
-    command -v setsid > /dev/null || { echo "setsid: command not found (util-linux)" >&2; exit 1; }
     prepare "$3"
-    setsid sh "$job_dir/job.sh" run "$job_dir" < /dev/null > "$meta/log" 2>&1 &
+    launch
     echo "started $job_dir"
     ;;
 now)
-    command -v setsid > /dev/null || { echo "setsid: command not found (util-linux)" >&2; exit 1; }
     prepare 0
-    setsid sh "$job_dir/job.sh" run "$job_dir" < /dev/null > "$meta/log" 2>&1 &
+    launch
     sh "$job_dir/job.sh" collect "$job_dir"
     ;;
 run)
