@@ -10,7 +10,9 @@ ansible-playbook) on all of them:
   at once, waits for it, and brings back its report and logs).
 
 *before* is the runner of main at BASE: that commit's playbook (from git), played the way its ``Session.play`` did
-(the hosts as a list pattern, forks = hosts, one ansible-runner run). *after* is this checkout's runner
+(the hosts as a list pattern, forks = hosts, one ansible-runner run), here without its time limit so that it is
+measured whole; where it took longer than BASE's own limit for the step (which would have ended it, every host a
+setup error), the row says so. *after* is this checkout's runner
 (``validators.run``: host jobs, a group per step, bounded forks, shards: the defaults for this machine's cores).
 
 Every host is this machine, so what a host does (the modules' and tools' processes) is measured apart from the
@@ -59,6 +61,7 @@ from validators.safety import WritePlan  # noqa: E402
 BASE = "e1101e0"  # main when issue 20's runner work began: its validators/playbooks and Session.play
 SIZES = (64, 256)
 BEFORE_MAX = 1000  # before forks one worker per host; 4,000 at once would not fit this machine's memory
+UNLIMITED_S = 7200  # before runs to its end here, to measure it whole; BASE's own limit is shown beside it
 TIMED_SHELL = """#!/bin/sh
 # every command Ansible starts on a host, timed once (a nested shell is not timed again)
 if [ -n "${CLUSTERSMITH_BENCH_TIMED:-}" ]; then exec /bin/sh "$@"; fi
@@ -186,8 +189,9 @@ def one_size(n: int, folder: Path, bp: Blueprint, project: Path, log: Path, befo
         results = folder / "before"
         results.mkdir()
         got = measure(lambda: old_play(project, folder / "runner-before-facts", "facts.yml", inventory, hosts,
-                                       results, {}, 120), log)
+                                       results, {}, UNLIMITED_S), log)
         row("facts", "before", got, len(list((results / "facts").glob("*.json"))))
+        rows[-1]["limit"] = 120 + 60  # BASE's facts step: Session.play(..., 120), ended after timeout + 60 s
         job = folder / "seq_read.fio"
         job.write_text(fio_job(bp, work, FioTarget(kind="directory", path=str(scratch))))
         dest = results / "fio" / work.name
@@ -195,8 +199,10 @@ def one_size(n: int, folder: Path, bp: Blueprint, project: Path, log: Path, befo
         got = measure(lambda: old_play(project, folder / "runner-before-fio", "fio.yml", inventory, hosts, results, {
             "accept_workload": work.name, "accept_job_file": str(job), "accept_fio_results": str(dest),
             "accept_target_kind": "directory", "accept_target": str(scratch), "accept_mount": "",
-            "accept_scratch_nqns": [], "accept_timeout": 600}, 600), log)
+            "accept_scratch_nqns": [], "accept_timeout": UNLIMITED_S}, UNLIMITED_S), log)
         row("fio", "before", got, len(list(dest.glob("*.json"))))
+        fio_timeout = work.runtime_s.value + work.ramp_s + 60 + work.size.value.value * work.numjobs.value / 2e6
+        rows[-1]["limit"] = int(fio_timeout) + 60  # BASE's fio step, as its run() bounded it
         for f in scratch.iterdir():
             f.unlink()
     results = folder / "after"
@@ -234,7 +240,7 @@ def main() -> None:
     print(f"controller: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; before = {BASE}, after = this "
           f"checkout; per host: ms of wall, controller CPU, ansible-playbook main process CPU, host-side CPU")
     print(f"{'hosts':>6} {'step':>5} {'design':>6} {'wall s':>8} {'wall/h':>7} {'ctl/h':>7} {'main/h':>7} "
-          f"{'host/h':>7} {'ok':>6}  ratio ctl/h before:after")
+          f"{'host/h':>7} {'ok':>9}  ratio ctl/h before:after")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-accept-") as tmp:
         root = Path(tmp)
@@ -252,9 +258,10 @@ def main() -> None:
                 same = [x for x in got if x["step"] == r["step"] and x["design"] == "before"]
                 ratio = f"{same[0]['controller'] / r['controller']:.1f}x" if same and r["design"] == "after" else ""
                 h = 1000 / n
+                over = f"  over BASE's own {r['limit']} s limit" if r.get("limit") and r["wall"] > r["limit"] else ""
                 print(f"{n:>6} {r['step']:>5} {r['design']:>6} {r['wall']:>8.1f} {r['wall'] * h:>7.1f} "
                       f"{r['controller'] * h:>7.1f} {r['main'] * h:>7.1f} {r['host'] * h:>7.1f} "
-                      f"{r['ok']:>3}/{n:<3}{'' if not ratio else '  ' + ratio}", flush=True)
+                      f"{r['ok']:>4}/{n:<4}{'' if not ratio else '  ' + ratio}{over}", flush=True)
             if n > args.before_max:
                 print(f"{n:>6}  before not run: it forks one worker per host ({n} at once)")
             rows += got
