@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import shutil
@@ -61,6 +62,7 @@ from validators.safety import WritePlan  # noqa: E402
 BASE = "e1101e0"  # main when issue 20's runner work began: its validators/playbooks and Session.play
 SIZES = (64, 256)
 BEFORE_MAX = 1000  # before forks one worker per host; 4,000 at once would not fit this machine's memory
+CALLS = {"facts": 1, "fio": 2}  # raw calls per host of each step in the after design (job_now.yml, job.yml)
 UNLIMITED_S = 7200  # before runs to its end here, to measure it whole; BASE's own limit is shown beside it
 TIMED_SHELL = """#!/bin/sh
 # every command Ansible starts on a host, timed once (a nested shell is not timed again)
@@ -229,12 +231,120 @@ def one_size(n: int, folder: Path, bp: Blueprint, project: Path, log: Path, befo
     return rows
 
 
+# -- projection -------------------------------------------------------------------------------------------------
+CORES = 32  # the controller the projection assumes (issue 20: under 60 minutes for 10,000 nodes on 32 cores)
+NCCL_ITERATIONS = 1 + 2 * 20 + 2  # per size: -w 1 warmup, -n 20 out of place and 20 in place, -c 1 check each
+
+
+def scaled_plan(nodes: int) -> Blueprint:
+    """examples/cv-training-500tb.yaml at ``nodes`` GPU nodes (8 GPUs each), its targets scaled with it, as
+    tests/bench_planner.py scales it."""
+    doc = yaml.safe_load((REPO / "examples" / "cv-training-500tb.yaml").read_text())
+    scale = nodes * 8 / 512
+    doc["metadata"]["name"] = f"bench-{nodes}"
+    doc["compute"]["gpus"] = nodes * 8
+    doc["performance"]["storage"]["read_throughput"] = f">={500 * scale:.0f}GB/s"
+    doc["performance"]["storage"]["write_throughput"] = f">={100 * scale:.0f}GB/s"
+    doc["data"]["training_set"] = f"{500 * scale:.0f}TB"
+    doc["data"]["validation_set"] = f"{50 * scale:.0f}TB"
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.yaml"
+        spec.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return plan(load_requirements(spec))
+
+
+def nccl_bytes(text: str) -> float:
+    """nccl-tests' size argument (2G: 2 x 1024^3)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
+
+
+def projection(nodes: int, call_s: float, main_s: float, module_s: float) -> list[tuple[str, float, str]]:
+    """Each step's projected wall seconds at ``nodes`` GPU nodes on a CORES-core controller, with the arithmetic:
+    a host job's calls cost ``call_s`` of controller CPU and ``main_s`` of one ansible-playbook process per host and
+    call (measured), spread over CORES cores and ``Session``'s shards; tool times from the plan."""
+    from blueprints.hosts import expand
+    from validators.nccl_run import pair_waves
+    from validators.run import perftest
+    from validators.run.plumbing import SHARD_HOSTS, START_BASE_S, START_PER_HOST_S
+
+    bp = scaled_plan(nodes)
+    hosts = list(expand(bp.hosts))
+    clients = [h.name for h in hosts if h.role == "gpu_client"]
+    targets = {h.name: h.rail_nics for h in hosts if h.role == "storage_target"}
+
+    def per_shard(n: int) -> int:
+        return math.ceil(n / len(shard([str(i) for i in range(n)], CORES // 2, SHARD_HOSTS)))
+
+    def orch(n: int, calls: int) -> tuple[float, str]:
+        per = per_shard(n)
+        cpu, serial = n * calls * call_s / CORES, per * calls * main_s
+        return max(cpu, serial), (f"max({n} x {calls} x {call_s * 1000:.0f} ms / {CORES}, {per} x {calls} x "
+                                  f"{main_s * 1000:.0f} ms)")
+
+    def margin(n: int) -> tuple[float, str]:
+        per = per_shard(n)
+        return START_BASE_S + per * START_PER_HOST_S, f"{START_BASE_S:g} + {per} x {START_PER_HOST_S:g}"
+
+    rows: list[tuple[str, float, str]] = []
+    t, how = orch(len(hosts), 1)
+    rows.append(("facts (every host, 1 call)", t, how))
+    rows.append(("ceph (one monitor, 3 calls of 6-11 s under TCG)", 33.0, "3 x 11 s (CEPH_MEASURED.md), at most"))
+    assert bp.acceptance.footprint is not None
+    fill = bp.acceptance.footprint.fill_time.value.value
+    for k, w in enumerate(bp.acceptance.workloads):
+        (m, mhow), (c, chow) = margin(len(clients)), orch(len(clients), 1)
+        tool = w.ramp_s + w.runtime_s.value + (fill if k == 0 else 0.0)
+        rows.append((f"fio {w.name} ({len(clients)} clients at once)", m + tool + c,
+                     f"start {mhow} + ramp and runtime {w.ramp_s + w.runtime_s.value}"
+                     + (f" + laying out the files {fill:.1f}" if k == 0 else "") + f" + collect {chow}"))
+    waves = perftest.compute_waves(clients, bp.compute.rails.value) + \
+        perftest.storage_waves(clients, bp.storage_fabric.client_rails.value, targets)
+    check = next(c for c in bp.acceptance.checks if c.id == "rdma.write_bw")
+    slot = int(check.args.get("duration", "10")) + perftest.SLOT_EXTRA_S
+    both = len(clients) + len(targets)
+    (m, mhow), (c, chow) = margin(both), orch(both, 1)
+    rows.append((f"perftest ({len(waves)} waves over {both} hosts)", m + len(waves) * slot + c,
+                 f"start {mhow} + {len(waves)} waves x {slot} s + collect {chow}"))
+    t, how = orch(len(clients), 2)
+    rows.append(("probe (paths settled, 2 calls)", t + 5.0, f"{how} + Prometheus on one host, 5 s"))
+    nccl = next(c for c in bp.acceptance.checks if c.id == "nccl.allreduce_busbw")
+    n_ranks = len(clients) * bp.compute.gpus_per_node
+    algbw = nccl.threshold * 1e9 * n_ranks / (2 * (n_ranks - 1))
+    sizes, size = [], nccl_bytes(nccl.args["minbytes"])
+    while size <= nccl_bytes(nccl.args["maxbytes"]):
+        sizes.append(size)
+        size *= 2
+    data = sum(sizes) * NCCL_ITERATIONS / algbw
+    t, how = orch(len(clients), 1)
+    rows.append(("nccl pre-flight (1 call)", t, how))
+    rows.append((f"nccl all_reduce over {n_ranks} ranks, collectives only", data + 3 * module_s + 2 * call_s,
+                 f"{sum(sizes) / 2**30:g} GiB x {NCCL_ITERATIONS} iterations / algbw {algbw / 1e9:.0f} GB/s "
+                 f"(busbw {nccl.threshold:g} x n/(2(n-1))); launch and setup across {n_ranks} ranks not measured "
+                 f"(the runner allows {900} s)"))
+    t, how = orch(len(clients), 1)
+    rows.append(("cleanup (1 call)", t, how))
+    sweep = pair_waves(clients)
+    launchers = max(len(w) for w in sweep)
+    stage = launchers * 3 * module_s / CORES
+    s_t, s_how = orch(launchers, 2)
+    rows.append((f"(only on a miss) pairwise sweep, {len(sweep)} waves of {launchers} pairs",
+                 len(sweep) * (stage + s_t + data), f"{len(sweep)} x (stage {launchers} x 3 module calls x "
+                 f"{module_s * 1000:.0f} ms / {CORES} + job {s_how} + collectives {data:.1f} s)"))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sizes", nargs="*", type=int, default=list(SIZES))
     parser.add_argument("--before-max", type=int, default=BEFORE_MAX,
                         help="largest N to run BASE's runner on (it forks a worker per host)")
+    parser.add_argument("--project", type=Path, metavar="OUTPUT",
+                        help="only print the projection, from the rows (its last JSON line) of an earlier run's output")
     args = parser.parse_args()
+    if args.project:
+        print_projection(json.loads(args.project.read_text().strip().splitlines()[-1]))
+        return
     ensure_ansible()
     bp = plan(load_requirements(REPO / "examples" / "lab.yaml"))
     print(f"controller: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; before = {BASE}, after = this "
@@ -267,6 +377,30 @@ def main() -> None:
             rows += got
             shutil.rmtree(folder, ignore_errors=True)
     print(json.dumps(rows))
+    print_projection(rows)
+
+
+def print_projection(rows: list[dict[str, Any]]) -> None:
+    """The projection for 1,000 and 10,000 nodes from the largest size's after rows (and BASE's facts row for a
+    module call)."""
+    largest = max((r["hosts"] for r in rows if r["design"] == "after"), default=0)
+    after = [r for r in rows if r["design"] == "after" and r["hosts"] == largest]
+    before = [r for r in rows if r["design"] == "before" and r["step"] == "facts" and r["ok"] == r["hosts"]]
+    if not after:
+        return
+    per_call = {r["step"]: (r["controller"] / r["hosts"] / CALLS[r["step"]], r["main"] / r["hosts"] / CALLS[r["step"]])
+                for r in after}
+    call_s, main_s = max(c for c, _ in per_call.values()), max(m for _, m in per_call.values())
+    module_s = before[-1]["controller"] / before[-1]["hosts"] / 6 if before else 2 * call_s
+    print(f"\nprojection on a {CORES}-core controller, {CORES // 2} shards, from the {largest}-host after "
+          f"rows: {call_s * 1000:.0f} ms controller CPU and {main_s * 1000:.0f} ms of one ansible-playbook process per "
+          f"host and call, a module call {module_s * 1000:.0f} ms (BASE's facts: 6 module tasks per host)")
+    for nodes in (1000, 10000):
+        steps = projection(nodes, call_s, main_s, module_s)
+        total = sum(t for name, t, _ in steps if not name.startswith("(only"))
+        print(f"\n{nodes} GPU nodes: {total:.0f} s = {total / 60:.1f} min, NCCL's launch and setup aside")
+        for name, t, how in steps:
+            print(f"  {t:>7.1f} s  {name}: {how}")
 
 
 if __name__ == "__main__":
