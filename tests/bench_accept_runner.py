@@ -373,7 +373,7 @@ def main() -> None:
                       f"{r['controller'] * h:>7.1f} {r['main'] * h:>7.1f} {r['host'] * h:>7.1f} "
                       f"{r['ok']:>4}/{n:<4}{'' if not ratio else '  ' + ratio}{over}", flush=True)
             if n > args.before_max:
-                print(f"{n:>6}  before not run: it forks one worker per host ({n} at once)")
+                print(f"{n:>6}  before not run (--before-max {args.before_max}: it forks one worker per host)")
             rows += got
             shutil.rmtree(folder, ignore_errors=True)
     print(json.dumps(rows))
@@ -392,9 +392,10 @@ def print_projection(rows: list[dict[str, Any]]) -> None:
                 for r in after}
     call_s, main_s = max(c for c, _ in per_call.values()), max(m for _, m in per_call.values())
     module_s = before[-1]["controller"] / before[-1]["hosts"] / 6 if before else 2 * call_s
+    module_from = "BASE's facts: 6 module tasks per host" if before else "taken as two raw calls: BASE not run"
     print(f"\nprojection on a {CORES}-core controller, {CORES // 2} shards, from the {largest}-host after "
           f"rows: {call_s * 1000:.0f} ms controller CPU and {main_s * 1000:.0f} ms of one ansible-playbook process per "
-          f"host and call, a module call {module_s * 1000:.0f} ms (BASE's facts: 6 module tasks per host)")
+          f"host and call, a module call {module_s * 1000:.0f} ms ({module_from})")
     for nodes in (1000, 10000):
         steps = projection(nodes, call_s, main_s, module_s)
         total = sum(t for name, t, _ in steps if not name.startswith("(only"))
