@@ -251,3 +251,12 @@ def test_a_job_outlives_the_terminal_of_the_call_that_started_it(tmp_path: Path)
     got = unpack(payload(collected.stdout) or b"", "h", tmp_path / "results", ())
     assert got.status == "0" and got.records == []
     assert not job.exists(), "collect removes the job's folder"
+
+
+def test_a_job_that_failed_with_no_words_of_its_own_is_named_with_its_shells(out: Path, tmp_path: Path) -> None:
+    """A body that stops on a shell error (here the facts body without its host's name in the spec: set -u) and
+    records nothing: the host is named with the job's status and the shell's own last line, never passed over."""
+    session = local_session(load_blueprint(out), tmp_path, {"gpu_clients": ["node-1"]})
+    outcomes = session.job(Job("facts", "facts", {"node-1": {}}, ("facts/{host}.json",), 60, short=True))
+    problem = outcomes["node-1"].problem
+    assert problem is not None and problem.startswith("the step's job ended 2: ") and "host" in problem, problem

@@ -115,6 +115,7 @@ class Collected:
     records: list[Record] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     status: str | None = None
+    last_words: str = ""  # the job shell's own last line of stderr (meta/log)
 
 
 def allowed(rel: str, host: str, outputs: tuple[str, ...]) -> bool:
@@ -150,6 +151,9 @@ def _take(tar: tarfile.TarFile, member: tarfile.TarInfo, host: str, results: Pat
         got.records = records(data.decode("utf-8", errors="replace"))
     elif parts == ("meta", "status"):
         got.status = data.decode("utf-8", errors="replace").strip()
+    elif parts == ("meta", "log"):
+        said = [line.strip() for line in data.decode("utf-8", errors="replace").splitlines() if line.strip()]
+        got.last_words = said[-1] if said else ""
     elif parts[:1] == ("out",) and len(parts) > 1:
         rel = "/".join(parts[1:])
         if not allowed(rel, host, outputs):

@@ -183,6 +183,9 @@ class Session:
             o.retried.extend(r.words for r in got.records if r.kind == "retried" and r.key == "-")
             if got.refused:
                 o.failed.append(f"the job wrote what the step does not take: {', '.join(got.refused[:5])}")
+            if got.status not in (None, "0") and not any(r.kind == "failed" for r in got.records):
+                o.failed.append(f"the step's job ended {got.status}" + (f": {got.last_words}" if got.last_words
+                                                                           else " and said nothing"))
 
         self._run(runs, "job_now.yml" if job.short else "job.yml",
                   {"accept_job_script": script(job.body), "accept_job_t0": round(t0, 3)},
