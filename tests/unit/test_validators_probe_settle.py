@@ -1,4 +1,5 @@
-"""The paths probe's settle loop (validators/playbooks/probe.yml), run by bash as Ansible would run it.
+"""The paths probe's settle loop (``settle_paths`` in validators/playbooks/files/job_probe.sh), run by the host's
+/bin/sh as the probe's host job runs it.
 
 The kernel's path states cannot be driven on this machine (the lab tier reads real ones), so `nvme` is a
 script that replays a sequence of `nvme list-subsys` states, one per call, and counts the calls. The host's
@@ -8,32 +9,27 @@ rules allow, with a second's slack either way.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
-import jinja2
-import yaml
-
 REPO = Path(__file__).resolve().parents[2]
-TASK = "Give reconnecting and resetting paths time to settle"
+BODY = REPO / "validators" / "playbooks" / "files" / "job_probe.sh"
 ADMIN_TIMEOUT = "/sys/module/nvme_core/parameters/admin_timeout"
 
 
-def settle_script(settle_s: int, reset_extra_s: int) -> str:
-    plays = yaml.safe_load((REPO / "validators" / "playbooks" / "probe.yml").read_text())
-    task = next(t for play in plays for t in play["tasks"] if t["name"] == TASK)
-    return jinja2.Template(task["ansible.builtin.shell"]["cmd"]).render(
-        accept_settle_s=settle_s, accept_reset_extra_s=reset_extra_s
-    )
+def settle_script(settle_s: int, reset_extra_s: int, admin_file: Path) -> str:
+    """The body's own loop, its sysfs admin timeout pointed at ``admin_file``, with the windows the spec gives it."""
+    assert f"nvme_admin_timeout={ADMIN_TIMEOUT}" in BODY.read_text()
+    return (f"set -u; . {shlex.quote(str(BODY))}; nvme_admin_timeout={shlex.quote(str(admin_file))}; "
+            f"settle_s={settle_s}; reset_extra_s={reset_extra_s}; settle_paths")
 
 
 def replay(tmp_path: Path, states: list[str], settle_s: int, reset_extra_s: int = 0, admin_s: int = 600) -> int:
     """Run the loop against `nvme` answering `states` in turn (the last one repeats) on a host whose admin
     timeout is `admin_s`; return how many times the loop listed the paths before it ended."""
-    script = settle_script(settle_s, reset_extra_s)
-    assert ADMIN_TIMEOUT in script
     (tmp_path / "admin_timeout").write_text(f"{admin_s}\n")
-    script = script.replace(ADMIN_TIMEOUT, str(tmp_path / "admin_timeout"))
+    script = settle_script(settle_s, reset_extra_s, tmp_path / "admin_timeout")
     (tmp_path / "states").write_text("\n".join(states) + "\n")
     calls = tmp_path / "calls"
     calls.write_text("")
@@ -48,7 +44,7 @@ echo '[{{"Subsystems":[{{"Paths":[{{"Name":"nvme0","State":"live"}},{{"Name":"nv
 """)
     fake.chmod(0o755)
     done = subprocess.run(
-        ["bash", "-c", script],
+        ["/bin/sh", "-c", script],
         capture_output=True,
         text=True,
         timeout=120,

@@ -26,7 +26,8 @@ from validators.inventory import load_inventory, rdma_record
 from validators.results import Results
 from validators.run import probe
 from validators.run.fio import cut_short
-from validators.run.perftest import Pair, compute_waves, plan_waves, run_wave, storage_waves
+from validators.run.jobs import Job, Record
+from validators.run.perftest import Pair, compute_waves, plan_waves, run_waves, storage_waves
 from validators.run.plumbing import HostOutcome, Session, ansible_env, failure
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,6 +69,10 @@ def test_runs_fio_for_real_and_cleans_its_scratch_files(out: Path, tmp_path: Pat
     assert checks["storage.latency_p99"]["status"] == "info" and float(checks["storage.latency_p99"]["measured"]) > 0
     run = sorted((out / "acceptance" / "runs").iterdir())[-1]
     assert (run / "fio" / "rand_read_4k" / "client-1.json").is_file()
+    # both clients began at the runner's common start: their reports end within a second or two of each other
+    ends = [json.loads((run / "fio" / "rand_read_4k" / f"{c}.json").read_text())["timestamp_ms"]
+            for c in ("client-1", "client-2")]
+    assert abs(ends[0] - ends[1]) < 3000, ends
     assert (run / "report.html").is_file() and (run / "junit.xml").is_file()
     assert list(scratch.iterdir()) == [], "the scratch files are removed afterwards"
 
@@ -145,9 +150,9 @@ def test_prometheus_is_looked_for_on_the_blueprints_monitoring_host(out: Path, t
 
 
 class ScriptedSession(Session):
-    """The runner's session with ansible-runner's answers scripted per play (the playbooks themselves run in the lab
-    tier: tests/lab/test_accept_lab.py): each answer is the hosts' outcomes and the files the playbook would have
-    fetched (path under the results folder -> text)."""
+    """The runner's session with ansible-runner's answers scripted per play or host job (the playbooks and jobs
+    themselves run for real above and in the lab tier: tests/lab/test_accept_lab.py): each answer is the hosts'
+    outcomes and the files the play or job would have brought back (path under the results folder -> text)."""
 
     def __init__(self, out: Path, results: Path, answers: list[tuple[dict[str, HostOutcome], dict[str, str]]]) -> None:
         rails = {name: {"rails": [{"index": i, "address": f"10.77.{i}.{n}"} for i in (0, 1)]}
@@ -165,15 +170,23 @@ class ScriptedSession(Session):
         self.rdma = {h: rdma_record(json.dumps(record)) for h in rails}
         self.steps: list[str] = []
         self.extravars: list[dict[str, object]] = []
+        self.jobs: list[Job] = []
 
-    def play(self, step: str, playbook: str, hosts: list[str], extravars: dict[str, object],
-             timeout: float) -> dict[str, HostOutcome]:
+    def _answer(self, step: str, hosts: list[str]) -> dict[str, HostOutcome]:
         self.steps.append(step)
-        self.extravars.append(extravars)
         outcomes, files = self.answers[len(self.steps) - 1] if len(self.steps) <= len(self.answers) else ({}, {})
         for name, text in files.items():
             self.write(name, text=text)
         return {h: outcomes.get(h, HostOutcome()) for h in hosts}
+
+    def play(self, step: str, playbook: str, hosts: list[str], extravars: dict[str, object], timeout: float,
+             groups: dict[str, list[str]] | None = None) -> dict[str, HostOutcome]:
+        self.extravars.append(extravars)
+        return self._answer(step, hosts)
+
+    def job(self, job: Job) -> dict[str, HostOutcome]:
+        self.jobs.append(job)
+        return self._answer(job.step, list(job.specs))
 
 
 MEASURE = "Run the client against the server's rail address"
@@ -185,19 +198,26 @@ def perftest_check(out: Path) -> Check:
     return next(c for c in load_blueprint(out).acceptance.checks if c.id == "rdma.write_bw")
 
 
+def pair_failed(key: str, final: str, *tries: str) -> HostOutcome:
+    """What job_perftest.sh records for a pair whose client failed: each earlier try, then the last one."""
+    return HostOutcome(records=[*(Record("retried", key, t) for t in tries), Record("failed", key, final)])
+
+
 def test_a_perftest_pair_that_failed_mid_run_is_measured_again_and_noted(out: Path, tmp_path: Path) -> None:
     """A perftest server serves one connection: a client that connected and then failed (a completion error
-    under Soft-RoCE) cannot retry against it. The wave runs again with the server restarted; the note stays."""
+    under Soft-RoCE) cannot retry against it. The pair runs again in a second job, its server started anew; the note
+    stays."""
     recorded = (RDMA / "lab-ib_write_bw-rail0.client.txt").read_text()
     gone = f"{MEASURE}: exit 1: Unable to open file descriptor for socket connection"
     base = "ib_write_bw/rail0/client-2@storage-1"
     runner = ScriptedSession(out, tmp_path, [
-        ({"client-2": HostOutcome(failed=[gone], retried=[COMPLETION_ERROR, gone])}, {f"{base}.rc": "1\n",
-                                                                                     f"{base}.out": "partial\n"}),
+        ({"client-2": pair_failed(base, gone, COMPLETION_ERROR, gone)}, {f"{base}.rc": "1\n",
+                                                                          f"{base}.out": "partial\n"}),
         ({}, {f"{base}.rc": "0\n", f"{base}.txt": recorded})])
-    run_wave(runner, perftest_check(out), "ib_write_bw", [], 10, [STORAGE_PAIR])
+    run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, [[STORAGE_PAIR]])
     runner.finish()
-    assert runner.steps == ["ib_write_bw-storage-rail0-client-2", "ib_write_bw-storage-rail0-client-2-attempt2"]
+    assert runner.steps == ["ib_write_bw", "ib_write_bw-attempt2"]
+    assert [list(j.specs) for j in runner.jobs] == [["storage-1", "client-2"]] * 2, "the server is started anew"
     assert (runner.results / f"{base}.txt").read_text() == recorded
     assert not (runner.results / f"{base}.out").exists(), "the failed attempt's output is not left to be read"
     assert runner.setup_errors == {}
@@ -216,14 +236,35 @@ def test_a_perftest_pair_that_fails_twice_is_a_setup_error_and_one_not_run_is_no
                                                                                            tmp_path: Path) -> None:
     pairs = [Pair("compute", "client-1", 0, "client-2", 0)]
     runner = ScriptedSession(out, tmp_path, [({"client-1": HostOutcome(unreachable="ssh: connect timed out")}, {})])
-    run_wave(runner, perftest_check(out), "ib_write_bw", [], 10, pairs)
-    assert runner.steps == ["ib_write_bw-compute-rail0-client-1"], "a client that never measured is not retried"
-    failing = {"ib_write_bw/rail0/client-2@storage-1.rc": "1\n"}
-    runner = ScriptedSession(out, tmp_path, [({"client-2": HostOutcome(failed=[COMPLETION_ERROR])}, failing),
-                                             ({"client-2": HostOutcome(failed=[COMPLETION_ERROR])}, failing)])
-    run_wave(runner, perftest_check(out), "ib_write_bw", [], 10, [STORAGE_PAIR])
-    assert runner.steps == ["ib_write_bw-storage-rail0-client-2", "ib_write_bw-storage-rail0-client-2-attempt2"]
+    run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, [pairs])
+    assert runner.steps == ["ib_write_bw"], "a client that never measured is not retried"
+    assert runner.setup_errors["rdma.write_bw"] == {"rail0 client-1@client-2": "unreachable: ssh: connect timed out"}
+    key = "ib_write_bw/rail0/client-2@storage-1"
+    failing = {f"{key}.rc": "1\n"}
+    runner = ScriptedSession(out, tmp_path, [({"client-2": pair_failed(key, COMPLETION_ERROR)}, failing),
+                                             ({"client-2": pair_failed(key, COMPLETION_ERROR)}, failing)])
+    run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, [[STORAGE_PAIR]])
+    assert runner.steps == ["ib_write_bw", "ib_write_bw-attempt2"]
     assert runner.setup_errors["rdma.write_bw"] == {"rail0 client-2@storage-1": COMPLETION_ERROR}
+
+
+def test_only_the_failed_pairs_run_again_each_in_its_own_wave(out: Path, tmp_path: Path) -> None:
+    """Two waves, one pair in each fails after it ran: the second job holds those two, still one wave apart (the
+    lab's storage waves share the target)."""
+    runner = ScriptedSession(out, tmp_path, [])
+    waves, _ = plan_waves(runner)
+    failing = {"ib_write_bw/rail0/client-1@storage-1.rc": "1\n", "ib_write_bw/rail1/client-2@storage-1.rc": "1\n"}
+    runner.answers = [({}, failing)]
+    run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, waves)
+    assert runner.steps == ["ib_write_bw", "ib_write_bw-attempt2"]
+    first, again = runner.jobs
+    assert first.aligned and again.aligned
+    assert str(again.specs["storage-1"]["schedule"]).splitlines() == [
+        "0 server rxe0 18515 1 - -", "1 server rxe1 18516 1 - -"]
+    assert str(again.specs["client-1"]["schedule"]) == \
+        "0 client rxe0 18515 1 10.77.0.1 ib_write_bw/rail0/client-1@storage-1"
+    assert str(again.specs["client-2"]["schedule"]) == \
+        "1 client rxe1 18516 1 10.77.1.1 ib_write_bw/rail1/client-2@storage-1"
 
 
 def test_the_cache_probe_names_the_hosts_with_a_cache(out: Path, tmp_path: Path) -> None:
@@ -258,8 +299,10 @@ def test_the_paths_probe_settles_for_the_windows_the_blueprint_gives_the_check(o
     paths = next(c for c in runner.bp.acceptance.checks if c.id == "nvmeof.paths")
     delay = runner.bp.storage.nvmeof.reconnect_delay.value  # type: ignore[union-attr]
     assert (paths.args["settle_s"], paths.args["reset_extra_s"]) == (str(3 * delay), str(2 * delay))
-    assert runner.extravars[0]["accept_settle_s"] == 3 * delay
-    assert runner.extravars[0]["accept_reset_extra_s"] == 2 * delay
+    for client in ("client-1", "client-2"):  # every client's own job settles for them
+        assert runner.jobs[0].specs[client]["settle_s"] == 3 * delay
+        assert runner.jobs[0].specs[client]["reset_extra_s"] == 2 * delay
+    assert runner.steps == ["probe"], "the paths are a client probe: Prometheus is not asked"
 
 
 def test_without_a_fio_window_the_hit_ratio_is_a_setup_error_and_not_asked(out: Path, tmp_path: Path) -> None:
@@ -272,15 +315,16 @@ def test_without_a_fio_window_the_hit_ratio_is_a_setup_error_and_not_asked(out: 
 def test_perftest_uses_each_hosts_recorded_device_and_gid_and_names_a_missing_record(out: Path,
                                                                                    tmp_path: Path) -> None:
     runner = ScriptedSession(out, tmp_path, [])
-    run_wave(runner, perftest_check(out), "ib_write_bw", [], 10, [Pair("storage", "client-2", 1, "storage-1", 1)])
-    pairs = runner.extravars[0]["accept_pairs"]
-    assert pairs["client-2"]["device"] == "rxe1" and pairs["client-2"]["gid"] == ["-x", "1"]  # type: ignore[index]
-    assert pairs["client-2"]["address"] == "10.77.1.1"  # type: ignore[index]  # the server's rail-1 address
+    run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, [[Pair("storage", "client-2", 1, "storage-1", 1)]])
+    # client-2's rail-1 device and GID index, against the server's rail-1 address
+    assert runner.jobs[0].specs["client-2"]["schedule"] == \
+        "0 client rxe1 18516 1 10.77.1.1 ib_write_bw/rail1/client-2@storage-1"
+    assert runner.jobs[0].specs["storage-1"]["schedule"] == "0 server rxe1 18516 1 - -"
     runner.rdma["client-2"] = {1: {"device": "mlx5_7", "gid_index": 3}}  # whatever the host recorded, not mlx5_<rail>
-    run_wave(runner, perftest_check(out), "ib_write_bw", [], 10, [Pair("storage", "client-2", 1, "storage-1", 1)])
-    assert runner.extravars[1]["accept_pairs"]["client-2"]["device"] == "mlx5_7"  # type: ignore[index]
+    run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, [[Pair("storage", "client-2", 1, "storage-1", 1)]])
+    assert str(runner.jobs[1].specs["client-2"]["schedule"]).startswith("0 client mlx5_7 18516 3 ")
     runner.rdma["storage-1"] = {}
-    run_wave(runner, perftest_check(out), "ib_write_bw", [], 10, [Pair("storage", "client-1", 0, "storage-1", 0)])
+    run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, [[Pair("storage", "client-1", 0, "storage-1", 0)]])
     assert runner.setup_errors["rdma.write_bw"]["rail0 client-1@storage-1"].startswith(
         "storage-1 has no RDMA device recorded for rail 0")
 
@@ -339,7 +383,7 @@ def test_an_8_rail_gpu_node_pairs_its_storage_nics_with_a_2_nic_target() -> None
 def test_a_missing_storage_nic_in_the_inventory_is_a_setup_error_naming_host_and_rail(out: Path,
                                                                                        tmp_path: Path) -> None:
     runner = ScriptedSession(out, tmp_path, [])
-    run_wave(runner, perftest_check(out), "ib_write_bw", [], 10, [Pair("storage", "client-1", 8, "storage-1", 0)])
+    run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, [[Pair("storage", "client-1", 8, "storage-1", 0)]])
     assert runner.steps == [], "nothing to run"
     assert runner.setup_errors["rdma.write_bw"] == {
         "rail8 client-1@storage-1": "client-1 has no address on rail 8 in the inventory"}

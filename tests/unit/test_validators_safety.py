@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -115,15 +118,48 @@ def test_targets_that_are_not_normalised_are_refused(bp: Blueprint, target: str)
         plan_writes(bp, select(bp), target, True, HOSTS)
 
 
-def test_the_host_check_reads_the_device_at_the_exact_path() -> None:
-    """fio.yml finds the NQN through the major:minor of what the path opens, never through its basename."""
-    import yaml
+def block_device() -> Path | None:
+    """A block device of this machine (its disk, a loop device), as /dev names it."""
+    for entry in sorted(Path("/sys/class/block").glob("*")):
+        dev = Path("/dev") / entry.name
+        if dev.is_block_device():
+            return dev
+    return None
 
-    tasks = yaml.safe_load((REPO / "validators" / "playbooks" / "fio.yml").read_text())[0]["tasks"]
-    by_name = {t["name"]: t for t in tasks}
-    found = by_name["Find the block device fio will open at the target path (links followed, as fio's open does)"]
-    assert found["ansible.builtin.command"]["argv"] == ["stat", "--dereference", "--format", "%F|%t|%T",
-                                                        "{{ accept_target }}"]
-    nqn = by_name["Read the subsystem NQN of that device (by its major:minor, not by a name)"]["ansible.builtin.slurp"]
-    assert nqn["src"].startswith("/sys/dev/block/{{ (accept_dev.stdout.split('|'))[1] | int(base=16) }}:")
-    assert "accept_target | basename" not in (REPO / "validators" / "playbooks" / "fio.yml").read_text()
+
+def check_device(tmp_path: Path, target: Path, nqns: str, sysfs_nqn: str | None = None) -> tuple[int, str]:
+    """files/job_fio.sh's device check, run by /bin/sh as the fio job runs it, its sysfs in ``tmp_path``, where the
+    device at ``target`` (links followed) has ``sysfs_nqn`` as its subsystem NQN; its status and what it failed
+    with."""
+    if sysfs_nqn is not None:
+        real = target.resolve().stat().st_rdev
+        found = tmp_path / "block" / f"{os.major(real)}:{os.minor(real)}" / "device"
+        found.mkdir(parents=True, exist_ok=True)
+        (found / "subsysnqn").write_text(sysfs_nqn + "\n")
+    body = REPO / "validators" / "playbooks" / "files" / "job_fio.sh"
+    script = (f". {shlex.quote(str(body))}; fail() {{ printf '%s: %s' \"$1\" \"$2\"; }}; "
+              f"job_dir={shlex.quote(str(tmp_path))}; sys_block={shlex.quote(str(tmp_path / 'block'))}; "
+              f"target={shlex.quote(str(target))}; nqns={shlex.quote(nqns)}; check_device")
+    done = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout
+
+
+def test_the_host_check_reads_the_device_at_the_exact_path(tmp_path: Path) -> None:
+    """The fio job finds the NQN through the major:minor of what the path opens (links followed, as fio's open
+    does), never through its name: a link named like a scratch namespace is judged by the device behind it, and a
+    path that is no block device is refused before anything is read."""
+    device = block_device()
+    if device is None:
+        pytest.skip("this machine has no block device")
+    scratch = "nqn.2014-08.org.clustersmith:scratch"
+    link = tmp_path / "nvme9n1"  # the name of a namespace, pointing at another device
+    link.symlink_to(device)
+    assert check_device(tmp_path, link, scratch, scratch) == (0, "")
+    assert check_device(tmp_path, link, scratch, "nqn.other:data") == (1, (
+        f"Refuse a device that is not a scratch namespace of the plan: {link} belongs to nqn.other:data, not to a "
+        f"scratch namespace of the plan ({scratch}); nothing was written"))
+    plain = tmp_path / "nvme8n1"
+    plain.write_text("")
+    assert check_device(tmp_path, plain, scratch) == (1, (
+        f"Refuse a target that is not a block device: {plain} is a regular empty file, not a block device; "
+        "nothing was written"))

@@ -1,18 +1,23 @@
-"""Step ``facts``: what acceptance needs to know about each host before it runs anything. The playbook fetches each
-host's GPU count and the rdma role's record (/etc/ansible/facts.d/rdma.fact) into ``facts/``; this step sums them
-up in ``host-facts.json`` and keeps the records for the perftest pairs."""
+"""Step ``facts``: what acceptance needs to know about each host before it runs anything. A host job
+(``files/job_facts.sh``) brings each host's GPU count and the rdma role's record (/etc/ansible/facts.d/rdma.fact)
+into ``facts/``; this step sums them up in ``host-facts.json`` and keeps the records for the perftest pairs."""
 
 from __future__ import annotations
 
 import json
 
 from validators.inventory import rdma_record
+from validators.run.jobs import Job
 from validators.run.plumbing import Session
+
+LIMIT_S = 120
 
 
 def run(session: Session) -> None:
     hosts = sorted(session.inventory.hosts)
-    outcomes = session.play("facts", "facts.yml", hosts, {}, 120)
+    outcomes = session.job(Job("facts", "facts", {h: {"host": h} for h in hosts},
+                               ("facts/{host}.json", "facts/{host}.rdma.fact"), int(LIMIT_S * session.scale),
+                               short=True))
     folder = session.results / "facts"
     facts = {}
     for host, o in outcomes.items():

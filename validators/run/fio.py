@@ -1,10 +1,13 @@
 """Step ``fio``: one workload on every GPU client at once, its job file rendered from the Blueprint's workload for the
 target this run writes to (``blueprints.render.acceptance.fio_job``, the renderer `build` uses too).
 
-The playbook fetches each client's report, bandwidth logs and exit status into ``fio/<workload>/``. A client whose
-fio finished (exit 0), or ended non-zero with a job error in its report (an I/O error, a verify mismatch: the
-verdict judges those), is measured. One whose fio ended non-zero with no job error was cut short (killed, timed
-out) and one with no report never measured: both are setup errors naming the host, so nothing partial counts.
+A host job (``files/job_fio.sh``) checks each client's target, then starts fio on every client at the common start
+the runner sets (so a thousand clients run together however long starting them took), and brings each client's
+report, bandwidth logs and exit status into ``fio/<workload>/``; a client that began late is named in the notes.
+A client whose fio finished (exit 0), or ended non-zero with a job error in its report (an I/O error, a verify
+mismatch: the verdict judges those), is measured. One whose fio ended non-zero with no job error was cut short
+(killed, timed out) and one with no report never measured: both are setup errors naming the host, so nothing
+partial counts.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from blueprints.blueprint import Check, FioWorkload
 from blueprints.render.acceptance import FioTarget, fio_job
 from validators.errors import ParseError
 from validators.fio import parse_fio_file
+from validators.run.jobs import Job, SpecValue
 from validators.run.plumbing import Session
 from validators.safety import WritePlan
 
@@ -62,13 +66,21 @@ def run(session: Session, workload: FioWorkload, checks: list[Check], write: Wri
         workload.numjobs.value / 2e6
     dest = session.results / "fio" / workload.name
     dest.mkdir(parents=True, exist_ok=True)
+    rel = f"fio/{workload.name}"
+    fio_timeout = int(timeout * session.scale)
+    text = job.read_text(encoding="utf-8")
+    # the cache check (the one workload that is not time based) lays its files out, then reads them twice
+    passes = 0 if workload.time_based else 2
+    common: dict[str, SpecValue] = {"kind": write.kind, "target": area.path, "mount": area.mount or "",
+                                    "nqns": "\n".join(write.scratch_nqns), "job": text, "fio_timeout": fio_timeout,
+                                    "dest": rel, "passes": passes}
+    specs = {h: {"host": h, **common} for h in clients}
+    outputs = (f"{rel}/{{host}}.json", f"{rel}/{{host}}_bw.*.log", f"{rel}/{{host}}.exit")
+    if passes:
+        outputs += (f"{rel}/{{host}}.fscache.*", f"{rel}/{{host}}.*.fio-json")
     started = time.time()
-    outcomes = session.play(f"fio-{workload.name}", "fio.yml", clients, {
-        "accept_workload": workload.name, "accept_job_file": str(job), "accept_fio_results": str(dest),
-        "accept_target_kind": write.kind, "accept_target": area.path, "accept_mount": area.mount or "",
-        "accept_scratch_nqns": list(write.scratch_nqns), "accept_timeout": int(timeout * session.scale),
-        "accept_passes": 0 if workload.time_based else 2,
-    }, timeout * (1 if workload.time_based else 3))
+    outcomes = session.job(Job(f"fio-{workload.name}", "fio", specs, outputs,
+                               fio_timeout * (1 + passes) + int(60 * session.scale), aligned=True))
     ended = time.time()
     session.fio_window = (started, ended) if session.fio_window is None else (session.fio_window[0], ended)
     for host, o in outcomes.items():
@@ -83,9 +95,13 @@ def run(session: Session, workload: FioWorkload, checks: list[Check], write: Wri
         elif o.problem is None:
             o.failed.append("fio wrote no JSON report")
     session.record([c.id for c in checks], outcomes)
+    session.late([c.id for c in checks], outcomes, f"fio {workload.name}")
 
 
 def cleanup(session: Session, write: WritePlan) -> None:
+    """Remove the scratch files the run wrote (``files/job_cleanup.sh``: only ``clustersmith-accept.<host>.*``)."""
     if write.kind in ("scratch_dir", "directory"):
-        session.play("cleanup", "cleanup.yml", session.inventory.group("gpu_clients"),
-                     {"accept_targets": [a.path for a in write.areas()]}, 120)
+        targets = "\n".join(a.path for a in write.areas())
+        session.job(Job("cleanup", "cleanup", {h: {"host": h, "targets": targets}
+                                               for h in session.inventory.group("gpu_clients")}, (),
+                        int(120 * session.scale), short=True))

@@ -9,11 +9,16 @@ busbw misses its bar, and on the lab (GPUs emulated) the same launch proven with
     nccl/pairs/<a>+<b>.txt              the sweep's pair runs
     nccl/launch/mpi_ring.txt            the lab's launch proof
 
-Every log is fetched with its exit status beside it (``<log>.rc``), so nothing here reads a task's result.
+Every log comes back with its exit status beside it (``<log>.rc``), so nothing here reads a task's result. The
+pre-flight and the launches are host jobs (``files/job_nccl_preflight.sh``, ``files/job_nccl_launch.sh``): every
+node's pre-flight, and every launcher of a pairwise wave, runs at once however many forks start them;
+``playbooks/nccl.yml`` puts the hostfile, the lab's key and the lab's program in place first and removes the program
+after.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 from pathlib import Path
 from typing import Any
@@ -39,7 +44,10 @@ from validators.nccl_run import (
     slow_nodes,
     sweep,
 )
+from validators.run.jobs import Job, SpecValue, argv_text
 from validators.run.plumbing import Session
+
+PREFLIGHT_LIMIT_S = 120
 
 RUN_TIMEOUT_S = 900  # one nccl-tests sweep of 2G..8G; thousands of ranks take minutes to set up
 
@@ -74,8 +82,9 @@ def _preflight(session: Session, check: Check, launch: Launch) -> bool:
     """``nvidia-smi -L`` on every node (fetched into nccl/preflight/<host>.txt and .rc), counted into
     nccl/preflight.json; True when each node has its planned GPUs."""
     nodes = [n.name for n in launch.nodes]
-    outcomes = session.play("nccl-preflight", "nccl.yml", nodes, {"accept_preflight": nodes,
-                                                                  "accept_workdir": WORKDIR}, 120)
+    outcomes = session.job(Job("nccl-preflight", "nccl_preflight", {n: {"host": n} for n in nodes},
+                               ("nccl/preflight/{host}.txt", "nccl/preflight/{host}.txt.rc"),
+                               int(PREFLIGHT_LIMIT_S * session.scale), short=True))
     counted: dict[str, GpuCount] = {}
     for host, o in outcomes.items():
         listing = session.results / "nccl" / "preflight" / f"{host}.txt"
@@ -106,24 +115,38 @@ def _status(log: Path) -> int | None:
 
 def _launch(session: Session, check: Check, step: str, launches: dict[str, tuple[Launch, list[dict[str, Any]]]],
             lab: bool, program: str | None = None) -> dict[str, str]:
-    """One play: each launcher runs its launches in turn; returns {log: why} for every run that did not end 0."""
+    """One host job: each launcher runs its launches in turn (the hostfile, the lab's key and program put in place by
+    nccl.yml first); returns {log: why} for every run that did not end 0."""
     some = next(iter(launches.values()))[0]
     program_hosts = sorted({n.name for launch, _ in launches.values() for n in launch.nodes}) if program else []
-    hosts = sorted(set(launches) | set(program_hosts))
     timeout = RUN_TIMEOUT_S * max(1, len(next(iter(launches.values()))[1]))
     for _, runs in launches.values():  # a file of an earlier run is not this run's
         for run in runs:
             for path in (Path(run["dest"]), Path(run["dest"] + ".rc")):
                 path.unlink(missing_ok=True)
-    outcomes = session.play(step, "nccl.yml", hosts, {
-        "accept_launchers": sorted(launches), "accept_launcher_tool": some.kind, "accept_workdir": WORKDIR,
-        "accept_hostfiles": {h: launch.hostfile() for h, (launch, _) in launches.items()},
-        "accept_runs": {h: runs for h, (_, runs) in launches.items()}, "accept_launch_key": lab,
-        "accept_program_hosts": program_hosts, "accept_program": program or "",
-        "accept_timeout": int(RUN_TIMEOUT_S * session.scale)}, timeout)
+    stage: dict[str, Any] = {"accept_workdir": WORKDIR, "accept_launch_key": lab, "accept_program": program or "",
+                             "accept_hostfiles": {h: launch.hostfile() for h, (launch, _) in launches.items()}}
+    staged = session.play(f"{step}-stage", "nccl.yml", sorted(set(launches) | set(program_hosts)), stage, 120, groups={
+        "accept_launchers": sorted(launches), "accept_program_hosts": program_hosts, "accept_program_cleanup": []})
+    specs: dict[str, dict[str, SpecValue]] = {}
+    outputs: list[str] = []
+    for h, (_, runs) in launches.items():
+        if staged[h].problem is not None:
+            continue
+        specs[h] = {"host": h, "launcher_tool": some.kind, "workdir": WORKDIR,
+                    "timeout": int(RUN_TIMEOUT_S * session.scale), "runs": len(runs)}
+        for n, run in enumerate(runs, start=1):
+            dest = Path(run["dest"]).relative_to(session.results).as_posix()
+            specs[h].update({f"run_{n}_log": run["log"], f"run_{n}_dest": dest,
+                             f"run_{n}_argv": argv_text(run["argv"])})
+            outputs += [glob.escape(dest), glob.escape(dest) + ".rc"]
+    outcomes = session.job(Job(step, "nccl_launch", specs, tuple(outputs), int(timeout * session.scale) + 60))
+    if program_hosts:
+        session.play(f"{step}-cleanup", "nccl.yml", program_hosts, {"accept_workdir": WORKDIR}, 120, groups={
+            "accept_launchers": [], "accept_program_hosts": [], "accept_program_cleanup": program_hosts})
     failed: dict[str, str] = {}
     for launcher, (_, runs) in launches.items():
-        o = outcomes[launcher]
+        o = outcomes.get(launcher, staged[launcher])
         for run in runs:
             log = Path(run["dest"])
             rc = _status(log)

@@ -7,24 +7,34 @@
   NICs on a GPU node against a 2-NIC target: storage NICs 8 and 9 against the target's 0 and 1); a target serves
   one node at a time, every target at once.
 
-A wave is a set of pairs on one rail index with no host in two of them; all its pairs start at once. Each host's
-RDMA device and GID index are the rdma role's record (``facts`` step), never a name assumed from the rail. The
-playbook fetches each client's output into ``<tool>/rail<i>/<client>@<server>.txt`` (only a run that ended 0;
-``.out`` otherwise) with its exit status (``.rc``); ``<tool>/pairs.json`` lists every pair the Blueprint plans.
+A wave is a set of pairs on one rail index with no host in two of them; all its pairs start at once, and waves
+follow one another. Every wave runs in one host job (``files/job_perftest.sh``): each host gets its entries (one per
+wave at most, since a wave's pairs share no host) and wave w begins ``slot`` x w after the common start the runner
+sets, ``slot`` being the tool's duration and ``SLOT_EXTRA_S`` (server start, the client's delay, connection and
+teardown). Each host's RDMA device and GID index are the rdma role's record (``facts`` step), never a name assumed
+from the rail. Each client's output lands in ``<tool>/rail<i>/<client>@<server>.txt`` (only a run that ended 0;
+``.out`` otherwise) with its exit status (``.rc``); ``<tool>/pairs.json`` lists every pair the Blueprint plans. A
+pair whose client ran and failed is measured once more, in a second job of the failed pairs in their waves.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from blueprints.blueprint import Check
 from blueprints.hosts import expand
-from validators.run.plumbing import Session
+from validators.run.jobs import Job, SpecValue, argv_text
+from validators.run.plumbing import HostOutcome, Session
 
 PERFTEST_PORT = 18515
+SLOT_EXTRA_S = 8  # a wave's slot beyond the tool's duration: server start, CLIENT_DELAY_S, connection, teardown
+CLIENT_DELAY_S = 2  # a client starts this long into its slot, its server listening by then
+TRIES, TRY_DELAY_S = 6, 3  # a client that cannot connect (its server not listening yet) tries again
+TOKEN = re.compile(r"[A-Za-z0-9_.:@/+%=-]+")  # a schedule field: one word, no shell or space in it
 Fabric = Literal["compute", "storage"]
 
 
@@ -103,8 +113,7 @@ def run(session: Session, check: Check, tool: str, args: list[str], duration_s: 
         session.setup_error(check.id, "pairs", problem)
     session.write(tool, "pairs.json", text=json.dumps([{**asdict(p), "label": p.label} for w in waves for p in w],
                                                       indent=2))
-    for wave in waves:
-        run_wave(session, check, tool, args, duration_s, wave)
+    run_waves(session, check, tool, args, duration_s, waves)
 
 
 def _endpoint(session: Session, host: str, rail: int) -> tuple[dict[str, Any] | None, str]:
@@ -117,53 +126,77 @@ def _endpoint(session: Session, host: str, rail: int) -> tuple[dict[str, Any] | 
         return None, (f"{host} has no RDMA device recorded for rail {rail} (/etc/ansible/facts.d/rdma.fact: run the "
                       f"rdma role)")
     gid = found.get("gid_index")
-    return {"device": str(found["device"]), "address": address, "gid": [] if gid is None else ["-x", str(gid)]}, ""
+    return {"device": str(found["device"]), "address": address, "gid": "-" if gid is None else str(gid)}, ""
 
 
-def run_wave(session: Session, check: Check, tool: str, args: list[str], duration_s: int, wave: Wave,
-             attempt: int = 1) -> None:
-    """One wave of pairs; a pair whose client ran and failed is measured once more, servers restarted, and the first
-    attempt's failure kept as a note. A perftest server serves one connection and exits, so the client's own
-    retries cannot recover a run that connected and then failed (Soft-RoCE under TCG: a completion error)."""
-    hosts: dict[str, dict[str, Any]] = {}
+def schedule(session: Session, check: Check, tool: str, waves: list[Wave]) -> tuple[dict[str, list[str]],
+                                                                                     list[Pair]]:
+    """Each host's entries (``job_perftest.sh``'s schedule lines, in wave order) and the pairs they measure; a pair
+    whose endpoint the inventory or the rdma record cannot give, or whose names would not make one word, is a setup
+    error and not scheduled."""
+    entries: dict[str, list[str]] = {}
     ready: list[Pair] = []
-    for pair in wave:
-        client, why = _endpoint(session, pair.client, pair.client_rail)
-        server, why_server = _endpoint(session, pair.server, pair.server_rail)
-        if client is None or server is None:
-            session.setup_error(check.id, pair.label, why or why_server)
-            continue
-        port = PERFTEST_PORT + pair.server_rail
-        hosts[pair.server] = {**server, "port": port}
-        hosts[pair.client] = {**client, "port": port, "address": server["address"],
-                              "dest": str(pair.file(session, tool, ""))}
-        ready.append(pair)
+    for w, wave in enumerate(waves):
+        for pair in wave:
+            client, why = _endpoint(session, pair.client, pair.client_rail)
+            server, why_server = _endpoint(session, pair.server, pair.server_rail)
+            if client is None or server is None:
+                session.setup_error(check.id, pair.label, why or why_server)
+                continue
+            port = str(PERFTEST_PORT + pair.server_rail)
+            path = "/".join(pair.stem(tool))
+            fields = [server["device"], server["gid"], client["device"], client["gid"], server["address"], path]
+            if not all(TOKEN.fullmatch(f) for f in fields):
+                session.setup_error(check.id, pair.label, f"a device, address or host name is not one word: {fields}")
+                continue
+            entries.setdefault(pair.server, []).append(f"{w} server {server['device']} {port} {server['gid']} - -")
+            entries.setdefault(pair.client, []).append(
+                f"{w} client {client['device']} {port} {client['gid']} {server['address']} {path}")
+            ready.append(pair)
+    return entries, ready
+
+
+def run_waves(session: Session, check: Check, tool: str, args: list[str], duration_s: int, waves: list[Wave],
+              attempt: int = 1) -> None:
+    """Every wave in one host job; a pair whose client ran and failed is measured once more (a second job of the
+    failed pairs, each in its wave, servers started anew), the first attempt's failure kept as a note. A perftest
+    server serves one connection and exits, so the client's own tries cannot recover a run that connected and then
+    failed (Soft-RoCE under TCG: a completion error)."""
+    entries, ready = schedule(session, check, tool, waves)
     if not ready:
         return
-    clients, servers = [p.client for p in ready], sorted({p.server for p in ready})
     for pair in ready:  # a file of an earlier attempt is not this attempt's measure
         for suffix in (".txt", ".out", ".rc"):
             pair.file(session, tool, suffix).unlink(missing_ok=True)
-    timeout = duration_s + 60
-    rail = ready[0].client_rail
-    step = f"{tool}-{ready[0].fabric}-rail{rail}-{'-'.join(clients)}" + (f"-attempt{attempt}" if attempt > 1 else "")
-    outcomes = session.play(step, "perftest.yml", sorted(set(clients) | set(servers)), {
-        "accept_tool": tool, "accept_args": args, "accept_pairs": hosts, "accept_servers": servers,
-        "accept_clients": clients, "accept_timeout": int(timeout * session.scale),
-    }, timeout * 2)
-    again: list[Pair] = []
+    scale = session.scale
+    tool_timeout = int((duration_s + 60) * scale)
+    slot_s = (duration_s + SLOT_EXTRA_S) * scale
+    common: dict[str, SpecValue] = {
+        "tool": tool, "args": argv_text(args), "tool_timeout": tool_timeout, "slot_ms": int(slot_s * 1000),
+        "client_delay_ms": int(CLIENT_DELAY_S * scale * 1000), "tries": TRIES, "try_delay_s": TRY_DELAY_S}
+    specs: dict[str, dict[str, SpecValue]] = {h: {"host": h, **common, "schedule": "\n".join(lines)}
+                                              for h, lines in entries.items()}
+    limit = int(len(waves) * slot_s + TRIES * (tool_timeout + TRY_DELAY_S) + 60 * scale)
+    step = tool + (f"-attempt{attempt}" if attempt > 1 else "")
+    outcomes = session.job(Job(step, "perftest", specs, (f"{tool}/rail*/{{host}}@*.txt", f"{tool}/rail*/{{host}}@*.out",
+                                                        f"{tool}/rail*/{{host}}@*.rc"), limit, aligned=True))
+    session.late([check.id], outcomes, f"{tool} pairs")
+    again: list[Wave] = [[] for _ in waves]
+    by_pair = {pair: w for w, wave in enumerate(waves) for pair in wave}
     for pair in ready:
         rc_file = pair.file(session, tool, ".rc")
         status = rc_file.read_text(encoding="utf-8").strip() if rc_file.is_file() else None
         if status == "0" and pair.file(session, tool, ".txt").is_file():
             continue
-        why = outcomes[pair.client].problem or outcomes[pair.server].problem or (
+        key = "/".join(pair.stem(tool))
+        client, server = outcomes.get(pair.client, HostOutcome()), outcomes.get(pair.server, HostOutcome())
+        why = client.problem or next(iter(client.failed_for(key)), None) or server.problem or (
             f"{tool} exited {status}" if status else "no output")
         if status is not None and attempt == 1:  # it ran and failed: once more, with the first try's own words
-            first = outcomes[pair.client].retried[0] if outcomes[pair.client].retried else why
+            first = next(iter(client.retried_for(key)), why)
             session.note(check.id, f"{pair.label}: first attempt failed ({first}); measured again")
-            again.append(pair)
+            again[by_pair[pair]].append(pair)
         else:
             session.setup_error(check.id, pair.label, why)
-    if again:
-        run_wave(session, check, tool, args, duration_s, again, attempt + 1)
+    if any(again):
+        run_waves(session, check, tool, args, duration_s, [w for w in again if w], attempt + 1)

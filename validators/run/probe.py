@@ -1,7 +1,9 @@
-"""Step ``probe``: read-only looks at the hosts. NVMe-oF paths and I/O policy and the QoS layers on every GPU client,
-the scrape targets and the cache hit ratio from Prometheus. The playbook fetches what each host said into
-``nvme/``, ``qos/<host>/`` and ``prometheus/``; how long a reconnecting path may settle first is the ``nvmeof.paths``
-check's arguments (``settle_s``, ``reset_extra_s``: the planner's, from the reconnect delay)."""
+"""Step ``probe``: read-only looks at the hosts. NVMe-oF paths and I/O policy and the QoS layers on every GPU client
+(a host job, ``files/job_probe.sh``: each host lists its paths once and reads each of its subsystems' I/O policy
+once, so the reads add up to clients + subsystems), the scrape targets and the cache hit ratio from Prometheus
+(``playbooks/probe.yml`` on the monitoring host). What each host said lands in ``nvme/``, ``qos/<host>/`` and
+``prometheus/``; how long a reconnecting path may settle first is the ``nvmeof.paths`` check's arguments
+(``settle_s``, ``reset_extra_s``: the planner's, from the reconnect delay)."""
 
 from __future__ import annotations
 
@@ -10,13 +12,16 @@ import json
 import math
 from urllib.parse import urlencode
 
-from validators.run.plumbing import Session
+from validators.run.jobs import Job, SpecValue
+from validators.run.plumbing import HostOutcome, Session
+
+CLIENT_PROBES = ("nvme", "qos")
+LIMIT_S = 180  # the settle window (the admin timeout and two reconnect delays, or three) and the reads
 
 
 def run(session: Session, probes: list[str], check_ids: dict[str, list[str]]) -> None:
     clients = session.inventory.group("gpu_clients")
     prometheus = monitoring_hosts(session)[:1]
-    hosts = sorted(set(clients) | set(prometheus))
     url = prometheus_url(session, prometheus[0]) if prometheus else ""
     cache_query = cache_query_url(session, url, check_ids.get("cache", [])) if "cache" in probes else None
     if "cache" in probes and cache_query is None:
@@ -26,18 +31,26 @@ def run(session: Session, probes: list[str], check_ids: dict[str, list[str]]) ->
                                                 "over the fio workloads' window")
     paths = session.check("nvmeof.paths")
     settle = paths.args if paths is not None else {}
-    outcomes = session.play("probe", "probe.yml", hosts, {
-        "accept_probes": probes, "accept_clients": clients, "accept_prometheus": prometheus,
-        "accept_settle_s": int(settle.get("settle_s", "0")), "accept_reset_extra_s": int(settle.get("reset_extra_s",
-                                                                                                     "0")),
-        "accept_prometheus_url": url, "accept_cache_query_url": cache_query or "",
-        "accept_prometheus_ca": session.bp.monitoring.auth.ca_file,
-        "accept_prometheus_user": session.bp.monitoring.auth.username}, 180)
+    on_clients = [p for p in probes if p in CLIENT_PROBES]
+    asked = [p for p in probes if p not in CLIENT_PROBES]
+    client_outcomes: dict[str, HostOutcome] = {}
+    if on_clients:
+        common: dict[str, SpecValue] = {"probes": " ".join(on_clients), "settle_s": int(settle.get("settle_s", "0")),
+                                        "reset_extra_s": int(settle.get("reset_extra_s", "0"))}
+        specs = {h: {"host": h, **common} for h in clients}
+        client_outcomes = session.job(Job("probe", "probe", specs, (
+            "nvme/{host}.json", "nvme/{host}.iopolicy.json", "qos/{host}/rdma_cm_tos.json", "qos/{host}/nccl.conf",
+            "qos/{host}/discovery.conf"), int(LIMIT_S * session.scale)))
+    prometheus_outcomes: dict[str, HostOutcome] = {}
+    if asked:
+        prometheus_outcomes = session.play("probe-prometheus", "probe.yml", prometheus, {
+            "accept_probes": asked, "accept_prometheus_url": url, "accept_cache_query_url": cache_query or "",
+            "accept_prometheus_ca": session.bp.monitoring.auth.ca_file,
+            "accept_prometheus_user": session.bp.monitoring.auth.username}, 180)
     if "cache" in probes:  # storage_tiering puts a cache on every GPU client: each should have a ratio
         session.write("cache-hosts.json", text=json.dumps(clients, indent=2))
     for probe, ids in check_ids.items():
-        relevant = prometheus if probe in ("targets", "cache") else clients
-        session.record(ids, {h: outcomes[h] for h in relevant})
+        session.record(ids, prometheus_outcomes if probe in ("targets", "cache") else client_outcomes)
     if not prometheus:
         planned = ", ".join(session.bp.hosts_by_role().get("monitoring", [])) or "none"
         for cid in check_ids.get("targets", []) + check_ids.get("cache", []):
