@@ -75,7 +75,7 @@ def run(session: Session, workload: FioWorkload, checks: list[Check], write: Wri
                                     "nqns": "\n".join(write.scratch_nqns), "job": text, "fio_timeout": fio_timeout,
                                     "dest": rel, "passes": passes}
     specs = {h: {"host": h, **common} for h in clients}
-    outputs = (f"{rel}/{{host}}.json", f"{rel}/{{host}}_bw.*.log", f"{rel}/{{host}}.exit")
+    outputs: tuple[str, ...] = (f"{rel}/{{host}}.json", f"{rel}/{{host}}_bw.*.log", f"{rel}/{{host}}.exit")
     if passes:
         outputs += (f"{rel}/{{host}}.fscache.*", f"{rel}/{{host}}.*.fio-json")
     started = time.time()
