@@ -132,6 +132,19 @@ def parse_builtin(text: str) -> set[str]:
     return {module_name(line.strip()) for line in text.splitlines() if line.strip()}
 
 
+def parse_builtin_aliases(raw: bytes) -> set[str]:
+    """``modules.builtin.modinfo`` (NUL-separated ``module.key=value`` records): the aliases of the modules the kernel
+    holds itself, dashes read as underscores. 6.1 builds md5 in, so nfsd's ``softdep pre: crypto-md5`` names it only
+    here: depmod writes built-in aliases to the binary modules.builtin.alias.bin alone."""
+    aliases: set[str] = set()
+    for record in raw.decode(errors="replace").split("\0"):
+        module, dot, rest = record.partition(".")
+        key, eq, value = rest.partition("=")
+        if dot and eq and key == "alias" and module:
+            aliases.add(value.replace("-", "_"))
+    return aliases
+
+
 def parse_aliases(text: str) -> dict[str, list[str]]:
     """``modules.alias`` as ``alias -> [module names]`` (dashes read as underscores, as modprobe reads them)."""
     table: dict[str, list[str]] = {}
@@ -150,6 +163,7 @@ class ModuleIndex:
     softdeps: dict[str, list[str]] = field(default_factory=dict)
     builtin: set[str] = field(default_factory=set)
     aliases: dict[str, list[str]] = field(default_factory=dict)
+    builtin_aliases: set[str] = field(default_factory=set)
 
     def resolve(self, name: str) -> list[str] | None:
         """The loadable modules ``name`` stands for ([] when built in), or None when the kernel has nothing by it."""
@@ -158,7 +172,10 @@ class ModuleIndex:
             return [key]
         if key in self.builtin:
             return []
-        loadable = [t for t in self.aliases.get(name.replace("-", "_"), []) if t in self.deps]
+        alias = name.replace("-", "_")
+        loadable = [t for t in self.aliases.get(alias, []) if t in self.deps]
+        if not loadable and alias in self.builtin_aliases:
+            return []
         return loadable or None
 
 
@@ -196,8 +213,10 @@ def read_index(modules_dir: Path) -> ModuleIndex:
         path = modules_dir / name
         return path.read_text() if path.exists() else ""
 
+    modinfo = modules_dir / "modules.builtin.modinfo"
     return ModuleIndex(deps=parse_modules_dep(text("modules.dep")), softdeps=parse_softdeps(text("modules.softdep")),
-                       builtin=parse_builtin(text("modules.builtin")), aliases=parse_aliases(text("modules.alias")))
+                       builtin=parse_builtin(text("modules.builtin")), aliases=parse_aliases(text("modules.alias")),
+                       builtin_aliases=parse_builtin_aliases(modinfo.read_bytes()) if modinfo.exists() else set())
 
 
 def install_modules(tree: KernelTree, wanted: list[str], rootfs: Path) -> list[str]:

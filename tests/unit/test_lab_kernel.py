@@ -11,6 +11,7 @@ from stacks.lab.kernel import (
     module_name,
     parse_aliases,
     parse_builtin,
+    parse_builtin_aliases,
     parse_candidate,
     parse_depends,
     parse_modules_dep,
@@ -137,3 +138,30 @@ def test_a_soft_dependency_the_kernel_lacks_is_an_error_naming_both() -> None:
 def test_a_module_neither_shipped_nor_built_in_is_an_error() -> None:
     with pytest.raises(LabError, match=r"virtio_rng.*neither as a module file nor built in"):
         closure(["virtio_pci", "virtio_rng"], INDEX_6_12)
+
+
+# Debian's linux-image-6.1.0-57-amd64 (6.1.192-3), after `depmod -b`: the lines of modules.dep for nfsd and what it
+# needs (nfsd's own line folded here), nfsd's line of modules.softdep, and md5's records of modules.builtin.modinfo (NUL-separated), as the package holds them.
+DEP_6_1_NFSD = """kernel/fs/nfsd/nfsd.ko: kernel/net/sunrpc/auth_gss/auth_rpcgss.ko kernel/fs/nfs_common/nfs_acl.ko \
+kernel/fs/lockd/lockd.ko kernel/fs/nfs_common/grace.ko kernel/net/sunrpc/sunrpc.ko
+kernel/net/sunrpc/auth_gss/auth_rpcgss.ko: kernel/net/sunrpc/sunrpc.ko
+kernel/fs/nfs_common/nfs_acl.ko: kernel/net/sunrpc/sunrpc.ko
+kernel/fs/lockd/lockd.ko: kernel/fs/nfs_common/grace.ko kernel/net/sunrpc/sunrpc.ko
+kernel/fs/nfs_common/grace.ko:
+kernel/net/sunrpc/sunrpc.ko:
+"""
+SOFTDEP_6_1_NFSD = "softdep nfsd pre: crypto-md5\n"
+MODINFO_6_1_MD5 = (b"md5.alias=crypto-md5\0md5.alias=md5\0md5.description=MD5 Message Digest Algorithm\0"
+                   b"md5.license=GPL\0md5.file=crypto/md5\0")
+
+
+def test_a_soft_dependency_on_a_built_in_alias_needs_nothing_copied() -> None:
+    """6.1 builds md5 in; nfsd's soft dependency names it by its alias crypto-md5, found only in
+    modules.builtin.modinfo (the lab image build failed on it before)."""
+    assert parse_builtin_aliases(MODINFO_6_1_MD5) == {"crypto_md5", "md5"}
+    index = ModuleIndex(deps=parse_modules_dep(DEP_6_1_NFSD), softdeps=parse_softdeps(SOFTDEP_6_1_NFSD),
+                        builtin={"md5"}, builtin_aliases=parse_builtin_aliases(MODINFO_6_1_MD5))
+    assert closure(["nfsd"], index) == sorted(line.split(":")[0] for line in DEP_6_1_NFSD.splitlines())
+    without = ModuleIndex(deps=parse_modules_dep(DEP_6_1_NFSD), softdeps=parse_softdeps(SOFTDEP_6_1_NFSD))
+    with pytest.raises(LabError, match="nfsd has soft dependency crypto_md5"):
+        closure(["nfsd"], without)
