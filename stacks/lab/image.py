@@ -11,7 +11,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -143,7 +145,7 @@ def ensure(image: LabImage, progress: Progress = log_progress, root: Path | None
             progress(ProgressEvent("image", f"cached {final}", done=True))
             return cached
         for stale in root.glob(".build-*"):  # left by a killed build; we hold the lock
-            shutil.rmtree(stale, ignore_errors=True)
+            remove_build(stale)
         work = Path(tempfile.mkdtemp(prefix=f".build-{inputs.key()}-", dir=root))
         try:
             built = _build(inputs, package, index, image, work, progress)
@@ -153,7 +155,35 @@ def ensure(image: LabImage, progress: Progress = log_progress, root: Path | None
             progress(ProgressEvent("image", f"built {final} in {built.build_seconds:.0f} s", done=True))
             return built.model_copy(update={"directory": final})
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            remove_build(work)
+
+
+def mounts_below(folder: Path, mountinfo: str) -> list[Path]:
+    """The mount points at or under ``folder`` in ``/proc/self/mountinfo`` text (its 5th field, octal escapes
+    undone), deepest first."""
+    base = os.path.realpath(folder)
+    found = []
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        if point == base or point.startswith(base + os.sep):
+            found.append(Path(point))
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+def remove_build(work: Path) -> None:
+    """Remove a build folder, after unmounting what a killed debootstrap left mounted in it (its /proc; where mknod
+    is refused, a bind mount of the machine's own /dev, which a plain rmtree would empty). A mount that stays is an
+    error, and nothing is removed."""
+    for point in mounts_below(work, Path("/proc/self/mountinfo").read_text()):
+        subprocess.run(["umount", "--lazy", str(point)], capture_output=True, check=False)
+    left = mounts_below(work, Path("/proc/self/mountinfo").read_text())
+    if left:
+        raise LabError(f"{work} still has {', '.join(map(str, left))} mounted: unmount it (umount -l), then run "
+                       "again; nothing was removed")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _build(

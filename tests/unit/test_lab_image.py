@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,32 @@ def test_a_failed_debootstrap_keeps_its_log_outside_the_build_folder(tmp_path: P
 def test_a_failed_debootstrap_without_its_log_reports_its_output(tmp_path: Path) -> None:
     assert rootfs.failure_log(tmp_path, "E: no mirror\n", tmp_path / "kept.log") == "E: no mirror\n"
     assert not (tmp_path / "kept.log").exists()
+
+
+def test_mount_points_are_read_from_mountinfo_deepest_first() -> None:
+    """Two lines of a real /proc/self/mountinfo (this machine, a debootstrap target's /proc), plus one with a space,
+    which mountinfo writes as \\040."""
+    info = ("25 1 253:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+            "412 25 0:63 / /w/.build-1/root/proc rw,relatime shared:233 - proc proc rw\n"
+            "413 412 0:64 / /w/.build-1/root/proc/a\\040b rw - tmpfs tmpfs rw\n"
+            "414 25 0:65 / /w/.build-10 rw - tmpfs tmpfs rw\n")
+    assert image.mounts_below(Path("/w/.build-1"), info) == [Path("/w/.build-1/root/proc/a b"),
+                                                             Path("/w/.build-1/root/proc")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
+def test_removing_a_build_unmounts_first_and_never_empties_what_was_bound_into_it(tmp_path: Path) -> None:
+    """A killed debootstrap can leave the machine's /dev bound into its target: removing the build folder must not
+    delete what that bind mount shows. Here a folder with a file stands for /dev, bound in for real."""
+    machine_dev = tmp_path / "machine-dev"
+    machine_dev.mkdir()
+    (machine_dev / "null").write_text("keep me")
+    work = tmp_path / ".build-x"
+    (work / "root" / "dev").mkdir(parents=True)
+    subprocess.run(["mount", "--bind", str(machine_dev), str(work / "root" / "dev")], check=True)
+    try:
+        image.remove_build(work)
+    finally:
+        subprocess.run(["umount", "--lazy", str(work / "root" / "dev")], capture_output=True, check=False)
+    assert not work.exists()
+    assert (machine_dev / "null").read_text() == "keep me"
