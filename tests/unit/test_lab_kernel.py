@@ -141,7 +141,8 @@ def test_a_module_neither_shipped_nor_built_in_is_an_error() -> None:
 
 
 # Debian's linux-image-6.1.0-57-amd64 (6.1.192-3), after `depmod -b`: the lines of modules.dep for nfsd and what it
-# needs (nfsd's own line folded here), nfsd's line of modules.softdep, and md5's records of modules.builtin.modinfo (NUL-separated), as the package holds them.
+# needs (nfsd's own line folded here), nfsd's line of modules.softdep, and md5's records of
+# modules.builtin.modinfo (NUL-separated), as the package holds them.
 DEP_6_1_NFSD = """kernel/fs/nfsd/nfsd.ko: kernel/net/sunrpc/auth_gss/auth_rpcgss.ko kernel/fs/nfs_common/nfs_acl.ko \
 kernel/fs/lockd/lockd.ko kernel/fs/nfs_common/grace.ko kernel/net/sunrpc/sunrpc.ko
 kernel/net/sunrpc/auth_gss/auth_rpcgss.ko: kernel/net/sunrpc/sunrpc.ko
