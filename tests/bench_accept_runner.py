@@ -266,7 +266,7 @@ def projection(nodes: int, call_s: float, main_s: float, module_s: float) -> lis
     from blueprints.hosts import expand
     from validators.nccl_run import pair_waves
     from validators.run import perftest
-    from validators.run.plumbing import SHARD_HOSTS, START_BASE_S, START_PER_HOST_S
+    from validators.run.plumbing import SHARD_HOSTS, START_BASE_S, START_CONNECT_S, START_PER_HOST_S, start_margin_s
 
     bp = scaled_plan(nodes)
     hosts = list(expand(bp.hosts))
@@ -284,7 +284,7 @@ def projection(nodes: int, call_s: float, main_s: float, module_s: float) -> lis
 
     def margin(n: int) -> tuple[float, str]:
         per = per_shard(n)
-        return START_BASE_S + per * START_PER_HOST_S, f"{START_BASE_S:g} + {per} x {START_PER_HOST_S:g}"
+        return start_margin_s(per, 1.0), f"{START_BASE_S:g} + {START_CONNECT_S:g} + {per} x {START_PER_HOST_S:g}"
 
     rows: list[tuple[str, float, str]] = []
     t, how = orch(len(hosts), 1)

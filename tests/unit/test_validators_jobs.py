@@ -26,7 +26,7 @@ from blueprints.render import build
 from validators.inventory import load_inventory, rdma_record
 from validators.run import facts, perftest
 from validators.run.jobs import BEGIN, END, FILES, Job, Record, payload, script, spec_text, unpack
-from validators.run.plumbing import HostOutcome, Session, shard
+from validators.run.plumbing import HostOutcome, Session, shard, start_margin_s
 
 REPO = Path(__file__).resolve().parents[2]
 RDMA = REPO / "tests" / "fixtures" / "rdma"
@@ -110,6 +110,14 @@ def test_shards_split_hosts_evenly_within_their_bounds() -> None:
     assert [len(s) for s in shard(hosts, 8, 4)] == [4, 4, 2]
     assert [len(s) for s in shard(hosts, 8, 256)] == [10]
     assert [h for part in shard(hosts, 3, 1) for h in part] == hosts
+
+
+def test_the_common_start_stretches_only_the_hosts_share_with_the_timeout_scale() -> None:
+    """At scale 1 a shard of 256 hosts starts within 15 s + 12.8 s; slow hosts (scale 4) stretch the first
+    connections' 5 s, not the controller's own share."""
+    assert start_margin_s(256, 1.0) == pytest.approx(27.8)
+    assert start_margin_s(2, 4.0) == pytest.approx(30.1)
+    assert start_margin_s(2, 4.0) - start_margin_s(2, 1.0) == pytest.approx(15.0)
 
 
 def local_session(bp: Blueprint, tmp_path: Path, groups: dict[str, list[str]], scale: float = 1.0,

@@ -41,7 +41,10 @@ SHARD_HOSTS = 256  # hosts per ansible-playbook process before a step is split
 # The common start of an aligned job: time for every shard to start every host's job, from the runner's own cost
 # (ansible-playbook's start and the first SSH connections, then one start call per host in its shard, measured at
 # 10-15 ms of the controller's main process per host and call: tests/bench_accept_runner.py), with room to spare.
-START_BASE_S = 15.0
+# Only the first connections wait on the hosts, so only they stretch with --timeout-scale: the controller's own
+# share does not (scaling all of it idled the lab's TCG guests a minute before each fio workload).
+START_BASE_S = 10.0
+START_CONNECT_S = 5.0
 START_PER_HOST_S = 0.05
 LATE_NOTE_MS = 1000  # a job that began this much after the common start is named in the notes (accept_job.sh)
 
@@ -103,8 +106,9 @@ def shard(hosts: list[str], most: int, per_shard: int) -> list[list[str]]:
 
 
 def start_margin_s(hosts: int, scale: float) -> float:
-    """How long after the runner starts a shard of ``hosts`` every host's job has been started, with room."""
-    return (START_BASE_S + hosts * START_PER_HOST_S) * scale
+    """How long after the runner starts a shard of ``hosts`` every host's job has been started, with room: the
+    controller's share as measured, the first connections' share stretched by ``scale`` (slow hosts)."""
+    return START_BASE_S + START_CONNECT_S * scale + hosts * START_PER_HOST_S
 
 
 class Session:
