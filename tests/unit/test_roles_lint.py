@@ -52,3 +52,14 @@ def test_read_only_probes_run_in_check_mode() -> None:
                 probes.append(f"{path.relative_to(ROLES)}: {task.get('name')}")
                 assert task.get("check_mode") is False, f"{probes[-1]} lacks check_mode: false"
     assert probes, "no read-only probe found: the walk over the roles' tasks is broken"
+
+
+def test_ansible_managed_is_only_used_in_templates() -> None:
+    """``ansible_managed`` is defined only while the template module renders: in a task's ``content`` it is an
+    undefined variable, and the task fails on the host (shared_fs's cachefilesd default file, first lab run)."""
+    checked = 0
+    for path in sorted(ROLES.glob("*/*/*.yml")):
+        if path.parent.name in ("tasks", "handlers"):
+            checked += 1
+            assert "ansible_managed" not in path.read_text(), f"{path.relative_to(ROLES)} uses ansible_managed"
+    assert checked > 20, checked
