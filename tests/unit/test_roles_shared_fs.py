@@ -139,6 +139,11 @@ def test_external_nfs_over_rdma_waits_for_its_rail_and_the_cache() -> None:
     assert got["After"] == "network-online.target clustersmith-rdma.service cachefilesd.service"
     cache = unit(render("cachefilesd.conf.j2", role, {}).replace(" ", "="))
     assert cache["dir"] == "/var/cache/fscache" and cache["brun"] == "10%" and cache["bcull"] == "7%"
+    # the daemon binds the cache before it forks: started (Type=forking) means the cache is live for the mount
+    daemon = unit(render("cachefilesd.service.j2", role, {}))
+    assert daemon["Type"] == "forking" and daemon["PIDFile"] == "/run/cachefilesd.pid"
+    assert daemon["ExecStart"] == "/sbin/cachefilesd -f /etc/cachefilesd.conf"
+    assert daemon["RequiresMountsFor"] == "/var/cache/fscache"
 
 
 def test_external_nfs_over_tcp_takes_nconnect() -> None:
