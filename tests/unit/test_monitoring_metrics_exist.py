@@ -30,7 +30,7 @@ from tests.unit.test_monitoring_exporter import FIXTURES, exporter, sysfs_from_d
 
 NODE_SCRAPE = REPO / "tests" / "fixtures" / "monitoring" / "node-exporter-1.5.0-dev-machine.prom"
 CEPH_SCRAPES = [REPO / "tests" / "fixtures" / "ceph" / s / "mgr-prometheus.txt" for s in ("healthy", "osd-down")]
-FSCACHE_STATS = REPO / "tests" / "fixtures" / "fscache" / "stats-6.1-shape.txt"
+FSCACHE_STATS = REPO / "tests" / "fixtures" / "fscache" / "stats-6.1-nfs-lab.txt"
 DCGM_COUNTERS = REPO / "roles" / "monitoring" / "files" / "dcgm-exporter-counters.csv"
 PROMETHEUS_OWN = {"up"}
 # node_exporter also serves what clustersmith-exporter writes into its textfile folder (the role's timer runs it there).
