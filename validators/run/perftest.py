@@ -11,7 +11,8 @@ A wave is a set of pairs on one rail index with no host in two of them; all its 
 follow one another. Every wave runs in one host job (``files/job_perftest.sh``): each host gets its entries (one per
 wave at most, since a wave's pairs share no host) and wave w begins ``slot`` x w after the common start the runner
 sets, ``slot`` being the tool's duration and ``SLOT_EXTRA_S`` (server start, the client's delay, connection and
-teardown). Each host's RDMA device and GID index are the rdma role's record (``facts`` step), never a name assumed
+teardown) x ``--timeout-scale``: the tool times itself (``-D``), so only what is not the measurement stretches on
+slow hosts (under TCG a 10 s ib_write_bw ran 14.5 s from its client's start to its end). Each host's RDMA device and GID index are the rdma role's record (``facts`` step), never a name assumed
 from the rail. Each client's output lands in ``<tool>/rail<i>/<client>@<server>.txt`` (only a run that ended 0;
 ``.out`` otherwise) with its exit status (``.rc``); ``<tool>/pairs.json`` lists every pair the Blueprint plans. A
 pair whose client ran and failed is measured once more, in a second job of the failed pairs in their waves.
@@ -170,7 +171,7 @@ def run_waves(session: Session, check: Check, tool: str, args: list[str], durati
             pair.file(session, tool, suffix).unlink(missing_ok=True)
     scale = session.scale
     tool_timeout = int((duration_s + 60) * scale)
-    slot_s = (duration_s + SLOT_EXTRA_S) * scale
+    slot_s = duration_s + SLOT_EXTRA_S * scale
     common: dict[str, SpecValue] = {
         "tool": tool, "args": argv_text(args), "tool_timeout": tool_timeout, "slot_ms": int(slot_s * 1000),
         "client_delay_ms": int(CLIENT_DELAY_S * scale * 1000), "tries": TRIES, "try_delay_s": TRY_DELAY_S}
