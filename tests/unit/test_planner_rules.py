@@ -263,12 +263,13 @@ def test_the_cache_check_files_fit_half_the_fscache_in_whole_mib() -> None:
     assert (cache.on, cache.direct, cache.time_based) == ("shared", False, False)  # buffered: no O_DIRECT
 
 
-def test_the_lab_cache_check_reads_whole_64mib_files() -> None:
-    """The lab's 64 MiB files fit its cache: 64 MiB exactly, in a text that a reloaded Blueprint reads back the same
-    (Size.of's decimal text made it 67108900 bytes, not a whole 1M block)."""
+def test_the_lab_cache_check_reads_whole_32mib_files() -> None:
+    """The lab's 32 MiB files (the smallest a sequential job allows) fit its cache: 32 MiB exactly, in a text that a
+    reloaded Blueprint reads back the same (Size.of's decimal text would make it 33554400 bytes, not a whole 1M
+    block)."""
     bp = planned(spec("lab.yaml"))
     cache = next(w for w in bp.acceptance.workloads if w.name == "cache_read")
-    assert cache.size.value.value == 64 * 2**20 and Size.parse(cache.size.value.text).value == 64 * 2**20
+    assert cache.size.value.value == 32 * 2**20 and Size.parse(cache.size.value.text).value == 32 * 2**20
 
 
 def test_a_ceph_design_measures_the_storage_system_on_its_shared_mount_and_latency_on_the_own_namespace() -> None:
