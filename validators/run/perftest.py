@@ -7,15 +7,16 @@
   NICs on a GPU node against a 2-NIC target: storage NICs 8 and 9 against the target's 0 and 1); a target serves
   one node at a time, every target at once.
 
-A wave is a set of pairs on one rail index with no host in two of them; all its pairs start at once, and waves
-follow one another. Every wave runs in one host job (``files/job_perftest.sh``): each host gets its entries (one per
-wave at most, since a wave's pairs share no host) and wave w begins ``slot`` x w after the common start the runner
-sets, ``slot`` being the tool's duration and ``SLOT_EXTRA_S`` (server start, the client's delay, connection and
-teardown) x ``--timeout-scale``: the tool times itself (``-D``), so only what is not the measurement stretches on
-slow hosts (under TCG a 10 s ib_write_bw ran 14.5 s from its client's start to its end). Each host's RDMA device and GID index are the rdma role's record (``facts`` step), never a name assumed
-from the rail. Each client's output lands in ``<tool>/rail<i>/<client>@<server>.txt`` (only a run that ended 0;
-``.out`` otherwise) with its exit status (``.rc``); ``<tool>/pairs.json`` lists every pair the Blueprint plans. A
-pair whose client ran and failed is measured once more, in a second job of the failed pairs in their waves.
+A wave is a set of pairs on one rail index with no host in two of them; all its pairs start at once, and waves follow
+one another. Every wave runs in one host job (``files/job_perftest.sh``): each host gets its entries (one per wave at
+most, since a wave's pairs share no host) and wave w begins ``slot`` x w after the common start the runner sets,
+``slot`` being the tool's duration and ``SLOT_EXTRA_S`` (server start, the client's delay, connection and teardown) x
+``--timeout-scale``: the tool times itself (``-D``), so only what is not the measurement stretches on slow hosts
+(under TCG a 10 s ib_write_bw ran 14.5 s from its client's start to its end). Each host's RDMA device and GID index
+are the rdma role's record (``facts`` step), never a name assumed from the rail. Each client's output lands in
+``<tool>/rail<i>/<client>@<server>.txt`` (only a run that ended 0; ``.out`` otherwise) with its exit status (``.rc``);
+``<tool>/pairs.json`` lists every pair the Blueprint plans. A pair whose client ran and failed is measured once more,
+in a second job of the failed pairs in their waves.
 """
 
 from __future__ import annotations
