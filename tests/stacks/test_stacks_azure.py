@@ -56,8 +56,11 @@ def test_scale_sets_hold_at_most_a_thousand_vms_one_infiniband_partition_each() 
     assert bp.fleets.count.derived_from.formula.startswith("ceil(2500 / 1000) = 3 fleets")
     assert any("3 InfiniBand partitions" in n for n in bp.notes)
     built = construct(bp, StackConfig(ssh_public_key=SSH_KEY))
-    sets = [plain(v.inputs) for v in built.mocks.of_type("azure-native:compute:VirtualMachineScaleSet")]
-    assert [s["sku"]["capacity"] for s in sets] == [834, 833, 833]
+    # the mocks see resources in the order their inputs resolve, not the order the stack made them: by name
+    sets = sorted((plain(v.inputs) for v in built.mocks.of_type("azure-native:compute:VirtualMachineScaleSet")),
+                  key=lambda s: str(s["tags"]["clustersmith:fleet"]))
+    assert [(s["tags"]["clustersmith:fleet"], s["sku"]["capacity"]) for s in sets] == [
+        (f.name, f.size) for f in bp.fleets.fleets] and [f.size for f in bp.fleets.fleets] == [834, 833, 833]
     assert len(built.mocks.of_type("azure-native:compute:ProximityPlacementGroup")) == 3
 
 

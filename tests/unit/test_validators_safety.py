@@ -68,7 +68,7 @@ def test_read_only_checks_write_nothing(bp: Blueprint) -> None:
 
 @pytest.mark.parametrize(("target", "fragment"), [
     ("/dev/nvme0n1", "would overwrite the data on /dev/nvme0n1 on client-1, client-2; pass --destructive"),
-    ("/data", "would write 1 file(s) of up to 67 MB per client into /data on client-1, client-2"),
+    ("/data", "would write 1 file(s) of up to 34 MB per client into /data on client-1, client-2"),
 ])
 def test_anything_else_needs_destructive_and_says_what(bp: Blueprint, target: str, fragment: str) -> None:
     with pytest.raises(ClusterSmithError) as err:
