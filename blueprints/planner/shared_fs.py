@@ -50,8 +50,9 @@ DISK_RESERVE = 64 << 20
 # The counters of /proc/fs/fscache/stats that define the hit ratio on the lab's kernel (Debian bookworm, 6.1), from
 # the kernel's own source (fs/fscache/stats.c and fs/netfs/stats.c between the FS-Cache rewrite of 5.17 and 6.7,
 # when netfs_stats_show printed under fscache_stats_show). The NFS counters are checked against the lab's real file
-# (tests/fixtures/fscache/stats-6.1-nfs-lab.txt: IO rd/wr counted, every RdHelp 0); CephFS's are not yet held against
-# a real reading (the lab's acceptance run reads them in its cache check, which no lab test asserts on).
+# (tests/fixtures/fscache/stats-6.1-nfs-lab.txt: IO rd/wr counted, every RdHelp 0), CephFS's against a real cache_read
+# step of the lab's accept run (tests/fixtures/fscache/cephfs-6.1-lab: first pass RdHelp DL +16 and RD +0, second pass
+# RD +6 and DL +0; tests/unit/test_validators_fscache.py).
 CEPH_COUNTERS = FsCacheCounters(
     hits=(("RdHelp", "RD"),), misses=(("RdHelp", "DL"),),
     why="CephFS reads through the netfs library (6.1): each read subrequest goes to the cache (netfs_n_rh_read, "
