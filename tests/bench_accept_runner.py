@@ -1,9 +1,10 @@
 """Benchmark: the acceptance runner's controller cost per host, before and after issue 20's host jobs, side by side.
 
-Run: `nice -n 19 .venv/bin/python tests/bench_accept_runner.py [N ...]` (default 64 256; the issue's sizes are
-64 256 1000 4000). Each size builds an inventory of N hosts with names of their own (``node-00001``...), every one
-reached through Ansible's local connection, and runs two real steps through the real runner (ansible-runner,
-ansible-playbook) on all of them:
+Run: `nice -n 19 .venv/bin/python tests/bench_accept_runner.py [N ...]` (default 64 256; the issue's sizes are 64 256
+1000 4000; sizes above ``--fio-max``, 1,000 by default, run the facts step only: one real fio per host at once on this
+one machine would not fit its memory). Each size builds an inventory of N hosts with names of their own
+(``node-00001``...), every one reached through Ansible's local connection, and runs two real steps through the real
+runner (ansible-runner, ansible-playbook) on all of them:
 
 - ``facts``: what every acceptance run does first on every host (a step that reads and brings back);
 - ``fio``: the lab's seq_read workload cut to one 1 MiB file read for 1 s (a step that starts a tool on every host
@@ -62,6 +63,9 @@ from validators.safety import WritePlan  # noqa: E402
 BASE = "e1101e0"  # main when issue 20's runner work began: its validators/playbooks and Session.play
 SIZES = (64, 256)
 BEFORE_MAX = 1000  # before forks one worker per host; 4,000 at once would not fit this machine's memory
+# fio's step starts one real fio per host at one common start, every host being this machine: about 2 x 8 MiB of
+# resident memory per fio (its main and job processes), so 4,000 at once would not fit a 24 GiB machine either
+FIO_MAX = 1000
 CALLS = {"facts": 1, "fio": 2}  # raw calls per host of each step in the after design (job_now.yml, job.yml)
 UNLIMITED_S = 7200  # before runs to its end here, to measure it whole; BASE's own limit is shown beside it
 TIMED_SHELL = """#!/bin/sh
@@ -173,7 +177,8 @@ def workload(bp: Blueprint) -> FioWorkload:
         "iodepth": seq.iodepth.model_copy(update={"value": 1})})
 
 
-def one_size(n: int, folder: Path, bp: Blueprint, project: Path, log: Path, before: bool) -> list[dict[str, Any]]:
+def one_size(n: int, folder: Path, bp: Blueprint, project: Path, log: Path, before: bool,
+             with_fio: bool = True) -> list[dict[str, Any]]:
     hosts = [f"node-{i:05d}" for i in range(1, n + 1)]
     inventory = folder / "inventory.yml"
     inventory.write_text(yaml.safe_dump({"all": {
@@ -217,6 +222,8 @@ def one_size(n: int, folder: Path, bp: Blueprint, project: Path, log: Path, befo
 
     got = measure(after_facts, log)
     row("facts", "after", got, len(list((results / "facts").glob("*.json"))))
+    if not with_fio:
+        return rows
     write = WritePlan(kind="directory", path=str(scratch), destructive=True)
 
     def after_fio() -> int:
@@ -339,6 +346,8 @@ def main() -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=list(SIZES))
     parser.add_argument("--before-max", type=int, default=BEFORE_MAX,
                         help="largest N to run BASE's runner on (it forks a worker per host)")
+    parser.add_argument("--fio-max", type=int, default=FIO_MAX,
+                        help="largest N to run the fio step on (one real fio per host, all on this machine)")
     parser.add_argument("--project", type=Path, metavar="OUTPUT",
                         help="only print the projection, from the rows (its last JSON line) of an earlier run's output")
     args = parser.parse_args()
@@ -363,7 +372,7 @@ def main() -> None:
         for n in args.sizes:
             folder = root / f"n{n}"
             folder.mkdir()
-            got = one_size(n, folder, bp, project, log, n <= args.before_max)
+            got = one_size(n, folder, bp, project, log, n <= args.before_max, n <= args.fio_max)
             for r in got:
                 same = [x for x in got if x["step"] == r["step"] and x["design"] == "before"]
                 ratio = f"{same[0]['controller'] / r['controller']:.1f}x" if same and r["design"] == "after" else ""
@@ -374,6 +383,8 @@ def main() -> None:
                       f"{r['ok']:>4}/{n:<4}{'' if not ratio else '  ' + ratio}{over}", flush=True)
             if n > args.before_max:
                 print(f"{n:>6}  before not run (--before-max {args.before_max}: it forks one worker per host)")
+            if n > args.fio_max:
+                print(f"{n:>6}  fio not run (--fio-max {args.fio_max}: one real fio per host on this machine)")
             rows += got
             shutil.rmtree(folder, ignore_errors=True)
     print(json.dumps(rows))
@@ -381,10 +392,12 @@ def main() -> None:
 
 
 def print_projection(rows: list[dict[str, Any]]) -> None:
-    """The projection for 1,000 and 10,000 nodes from the largest size's after rows (and BASE's facts row for a
-    module call)."""
+    """The projection for 1,000 and 10,000 nodes from each step's after row at the largest size that ran it (and
+    BASE's facts row for a module call)."""
     largest = max((r["hosts"] for r in rows if r["design"] == "after"), default=0)
-    after = [r for r in rows if r["design"] == "after" and r["hosts"] == largest]
+    ran = {r["step"] for r in rows if r["design"] == "after"}
+    after = [max((r for r in rows if r["design"] == "after" and r["step"] == step), key=lambda r: r["hosts"])
+             for step in sorted(ran)]
     before = [r for r in rows if r["design"] == "before" and r["step"] == "facts" and r["ok"] == r["hosts"]]
     if not after:
         return
@@ -393,9 +406,10 @@ def print_projection(rows: list[dict[str, Any]]) -> None:
     call_s, main_s = max(c for c, _ in per_call.values()), max(m for _, m in per_call.values())
     module_s = before[-1]["controller"] / before[-1]["hosts"] / 6 if before else 2 * call_s
     module_from = "BASE's facts: 6 module tasks per host" if before else "taken as two raw calls: BASE not run"
-    print(f"\nprojection on a {CORES}-core controller, {CORES // 2} shards, from the {largest}-host after "
-          f"rows: {call_s * 1000:.0f} ms controller CPU and {main_s * 1000:.0f} ms of one ansible-playbook process per "
-          f"host and call, a module call {module_s * 1000:.0f} ms ({module_from})")
+    used = ", ".join(f"{r['step']} at {r['hosts']}" for r in after)
+    print(f"\nprojection on a {CORES}-core controller, {CORES // 2} shards, from the after rows ({used} hosts; "
+          f"largest size {largest}): {call_s * 1000:.0f} ms controller CPU and {main_s * 1000:.0f} ms of one "
+          f"ansible-playbook process per host and call, a module call {module_s * 1000:.0f} ms ({module_from})")
     for nodes in (1000, 10000):
         steps = projection(nodes, call_s, main_s, module_s)
         total = sum(t for name, t, _ in steps if not name.startswith("(only"))
