@@ -43,7 +43,8 @@ def ssh_out(lab: Lab, host: str, command: str, timeout: float = 300) -> str:
 
 def test_site_yml_changes_nothing_on_the_converged_lab(deployed: ExampleLab) -> None:
     """After every role's scenario converged the lab, the generated site.yml (all roles, the Blueprint's group_vars,
-    the repository's ansible.cfg) finds nothing to change: the roles and site.yml agree, and site.yml is idempotent."""
+    the repository's ansible.cfg) finds nothing to change: the roles and site.yml agree, and every role is idempotent
+    (this run is each role's second; the scenarios run no idempotence step of their own)."""
     if deployed.site_changed is None:
         pytest.skip("site.yml ran outside this session: the lab was attached (CLUSTERSMITH_EXAMPLE_LAB)")
     assert set(deployed.site_changed.values()) == {0}, "\n".join(
