@@ -44,7 +44,7 @@ LAB_KERNEL_ENV = "CLUSTERSMITH_LAB_KERNEL"
 # as they booted), the role scenarios (they converge it role by role), site.yml and what needs the whole lab
 # converged, and last its teardown.
 MODULE_ORDER = ("test_lab_cleanup", "test_lab_e2e", "test_role_scenarios", "test_storage_path_e2e",
-                "test_ceph_lab", "test_external_nfs_lab", "test_accept_lab", "test_nccl_launch_lab",
+                "test_ceph_lab", "test_external_nfs_lab", "test_accept_lab",
                 "test_monitoring_alerts", "test_lab_teardown")
 
 TOOLS = {

@@ -1,13 +1,13 @@
 """Acceptance end to end on the example lab (`clustersmith build examples/lab.yaml`, `lab up`, the generated site.yml:
-the session's ``deployed`` lab), then `clustersmith accept` over SSH with ansible-runner: fio on both clients at
-once and ib_write_bw on both rails run for real, NCCL is not applicable (no GPU) rather than passed, and the NVMe-oF
-paths and QoS layers agree with the plan. The throughput and mixed workloads run on CephFS (its hot directory, EC
-2+1) from both clients at once, the latency workload on each client's own NVMe-oF namespace behind its cache. A
-second run cuts client-1's rail 1 (its second NVMe-oF path; Ceph's public network is on rail 0) during the latency
-workload on its namespace and the verified mixed workload on CephFS: both end with zero errors, and a paths check
-taken during the cut reports the degraded path. Two fault runs: one client's NVMe-oF path cut (its rail 1 NIC down)
-and one client's fio killed mid-run; each verdict names that client and is not a pass. Lab performance checks are
-informational: measured and shown, never judged.
+the session's ``deployed`` lab), then `clustersmith accept` over SSH with ansible-runner: fio on both clients at once
+and ib_write_bw on both rails run for real, NCCL is not applicable (no GPU) rather than passed, its launch proven
+through mpirun across both clients, and the NVMe-oF paths and QoS layers agree with the plan. The throughput and mixed
+workloads run on CephFS (its hot directory, EC 2+1) from both clients at once, the latency workload on each client's
+own NVMe-oF namespace behind its cache. A second run cuts client-1's rail 1 (its second NVMe-oF path; Ceph's public
+network is on rail 0) during the latency workload on its namespace and the verified mixed workload on CephFS: both end
+with zero errors, and a paths check taken during the cut reports the degraded path. Two fault runs: one client's
+NVMe-oF path cut (its rail 1 NIC down) and one client's fio killed mid-run; each verdict names that client and is not
+a pass. Lab performance checks are informational: measured and shown, never judged.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from typing import Any
 
 import pytest
 
+from blueprints.blueprint import Blueprint
 from stacks.lab import Lab
 from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab, live_paths, wait_for_live_paths
 from tests.lab.conftest import run as run_command  # the tests' `run` is a run folder
 from tests.report_html import plots, rendered_dom
+from validators.nccl_run import Launch, LaunchNode, judge_launch_proof
 from validators.rdma import parse_perftest_bw
 
 pytestmark = pytest.mark.lab
@@ -63,6 +65,7 @@ def test_accept_runs_fio_and_rdma_for_real(deployed: ExampleLab) -> None:
     for output in sorted((run / "ib_write_bw").glob("rail*/*.txt")):
         assert parse_perftest_bw(output.read_text(), str(output)).rows[-1].iterations > 0, output
     assert statuses["nccl.allreduce_busbw"] == "not_applicable"
+    assert_nccl_launch_proven(bp, run)
     assert statuses["storage.mixed"] == "pass" and checks["storage.mixed"]["measured"] == 0
     assert statuses["nvmeof.paths"] == "pass", checks["nvmeof.paths"]["message"]
     # Ceph's own account, read on the planned monitor (storage-1) with the ceph role's admin keyring: HEALTH_OK,
@@ -92,6 +95,25 @@ def test_accept_runs_fio_and_rdma_for_real(deployed: ExampleLab) -> None:
     assert any("throughput over time per client" in t for t in shown.svgs["storage.read_throughput"]), shown.svgs
     assert len(shown.lines["storage.read_throughput"]) == len(clients) + 1, shown.lines
     assert all(points >= 2 for points in shown.lines["storage.read_throughput"]), shown.lines
+
+
+def assert_nccl_launch_proven(bp: Blueprint, run: Path) -> None:
+    """The NCCL launch, proven on the lab's emulated GPUs by the nccl step of the full run: it starts an MPI program
+    (validators/playbooks/files/mpi_ring.py, Open MPI's library through ctypes: MPI_Init, MPI_Allreduce, a ring
+    MPI_Sendrecv) from client-1 across both clients with Debian's openmpi-bin, through the hostfile, rank placement and
+    --tag-output log collection nccl-tests gets on a real cluster. It proves the launch and MPI between the VMs over
+    rail 0, never NCCL or a GPU: the check stays not applicable, with the proof in its notes. (Its own `accept --only
+    nccl.allreduce_busbw` run, once a module of its own, ran the same step a second time.)"""
+    assert bp.lab is not None
+    log = (run / "nccl" / "launch" / "mpi_ring.txt").read_text()
+    clients = [h.name for h in bp.lab.hosts if h.role == "gpu_client"]
+    for rank, host in enumerate(clients):  # one rank per (emulated) GPU, client by client, tagged by mpirun
+        assert f"[1,{rank}]<stdout>:rank {rank} of {len(clients)} on {host}: allreduce " in log, log
+    launch = Launch(kind="mpirun", launcher=clients[0], nodes=tuple(LaunchNode(name=c, address=c) for c in clients),
+                    gpus_per_node=bp.compute.gpus_per_node, env=())
+    assert judge_launch_proof(log, launch).problems == ()
+    report = (run / "report.json").read_text()
+    assert "launch proven without a GPU: mpirun started 2 ranks" in report
 
 
 def fio_running(lab: Lab, host: str) -> bool:
