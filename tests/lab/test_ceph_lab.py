@@ -191,6 +191,18 @@ def write_in_background(lab: Lab, writer: str, directory: str) -> tuple[threadin
     return thread, outcome
 
 
+def written_at_least(lab: Lab, writer: str, directory: str, size: int, thread: threading.Thread) -> None:
+    """Until the files under ``directory`` hold ``size`` bytes as the writer's own client sees them."""
+    deadline = time.monotonic() + 300
+    while True:
+        got = lab.ssh(writer, f"find {directory} -type f -printf '%s\\n' | awk '{{s += $1}} END {{print s + 0}}'",
+                      timeout=60)
+        if got.returncode == 0 and got.stdout.strip().isdigit() and int(got.stdout.strip()) >= size:
+            return
+        assert thread.is_alive() and time.monotonic() < deadline, f"{writer} wrote under {size} bytes: {got.stdout}"
+        time.sleep(1)
+
+
 def joined(thread: threading.Thread, outcome: dict[str, Any]) -> dict[str, Any]:
     thread.join(timeout=1800)
     assert not thread.is_alive(), "the verified write did not end within 30 minutes"
@@ -218,8 +230,11 @@ def test_a_public_rail_cut_during_the_first_pass_loses_nothing_and_stalls_no_lon
     rail = ceph.network.client_rail
     directory = fresh_directory(deployed, writer)
     thread, outcome = write_in_background(lab, writer, directory)
+    # the cut must fall inside the rate-limited writing, not before it: fio found running can still be setting its
+    # files up (the CI run of 2026-12-03 21:12 measured a 2.8 s longest write for a 20 s cut made 2 s after fio
+    # appeared), so the cut waits until the writer's own client sees data written
+    written_at_least(lab, writer, directory, 4 << 20, thread)
     try:
-        time.sleep(2)
         lab.set_link(writer, rail, up=False)
         time.sleep(CUT_S)
     finally:
