@@ -198,7 +198,13 @@ def test_standby_managers_count_up_so_targets_up_holds_on_three_managers(manager
         (tmp_path / "prometheus" / "targets.json").parent.mkdir()
         (tmp_path / "prometheus" / "targets.json").write_text(answer)
         serving = next(q for q in bp.monitoring.queries if q.name == "ceph.managers_serving")
-        count = parse_vector(_get(web, "/api/v1/query?" + urllib.parse.urlencode({"query": serving.over()})))
+        # a target's health shows before its scrape's samples can be queried (a unit run under load read 0): asked
+        # again until the deadline; a query that never counts the active manager still fails below
+        while True:
+            count = parse_vector(_get(web, "/api/v1/query?" + urllib.parse.urlencode({"query": serving.over()})))
+            if [s.value for s in count] == [1.0] or time.monotonic() >= deadline:
+                break
+            time.sleep(1)
     finally:
         server.terminate()
         server.wait(timeout=30)
