@@ -107,11 +107,12 @@ def failover_bound(deployed: ExampleLab) -> FailoverBound:
 
 
 def verified_write_through_a_cut(deployed: ExampleLab, bound: FailoverBound, cut_s: float, name: str,
-                                 label: str) -> None:
+                                 label: str, hang_after_s: float = 600) -> None:
     """fio randwrite with verify=crc32c on a file of client-1's tiered file system (its dm-cache origin is the
     namespace client-1 owns, writethrough) while rail 0 is down for ``cut_s``: fio finishes with zero errors, I/O
     pauses for less than ``bound``, and both paths are live again after a few reconnect_delay periods. The pause
-    and the cut go to the "lab timings" summary under ``label``."""
+    and the cut go to the "lab timings" summary under ``label``; fio not ended ``hang_after_s`` after its planned
+    end is a hang (tests/bench_flap_lab.py counts them)."""
     lab = deployed.lab
     plan = deployed.blueprint.storage.nvmeof
     assert plan is not None
@@ -143,7 +144,7 @@ def verified_write_through_a_cut(deployed: ExampleLab, bound: FailoverBound, cut
             lab.set_link("client-1", 0, up=True)
         cut_for = time.monotonic() - cut_at
         try:
-            out, _ = fio.communicate(timeout=runtime + 600)
+            out, _ = fio.communicate(timeout=runtime + hang_after_s)
         except subprocess.TimeoutExpired:
             fio.kill()
             stuck = lab.ssh("client-1", "for d in /sys/block/nvme*c*n*; do echo $d $(cat $d/inflight); done; "
