@@ -45,6 +45,8 @@ class Planned(BaseModel):
     ceph: CephPlan | None = Field(default=None, description="The Ceph cluster the Blueprint plans (storage.ceph)")
     osd_hosts: dict[str, OsdHostPlan] = Field(default_factory=dict,
                                               description="Host -> its planned OSDs (storage targets of a Ceph tier)")
+    scrape_targets: tuple[str, ...] = Field(default=(), description="'job host' of every target Prometheus must "
+                                            "scrape (Blueprint.scrape_targets: the build's file_sd target files)")
 
     @property
     def ranks(self) -> int:
@@ -63,7 +65,8 @@ class Planned(BaseModel):
                    subsystems={h: tuple(n) for h, n in subsystems.items()},
                    paths_per_subsystem=nvmeof.paths_per_subsystem.value if nvmeof else 0,
                    host_nqns={h: nvmeof.host(h).nqn for h in subsystems} if nvmeof else {},
-                   gpus_emulated=bp.lab is not None, ceph=bp.storage.ceph, osd_hosts=osd_hosts(bp))
+                   gpus_emulated=bp.lab is not None, ceph=bp.storage.ceph, osd_hosts=osd_hosts(bp),
+                   scrape_targets=tuple(f"{g.job} {h}" for g in bp.scrape_targets() for h in g.hosts))
 
 
 def osd_hosts(bp: Blueprint) -> dict[str, OsdHostPlan]:

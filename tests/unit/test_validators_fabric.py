@@ -104,15 +104,44 @@ def test_bad_nccl_conf_line() -> None:
         parse_env_file("NCCL_IB_TC=106\nNCCL_IB_HCA\n", "nccl.conf")
 
 
-def test_recorded_targets_down_fail_with_their_errors(bp: Blueprint, tmp_path: Path) -> None:
+def test_recorded_targets_of_a_stock_prometheus_are_not_the_plans(bp: Blueprint, tmp_path: Path) -> None:
+    """Debian's Prometheus as its package starts it (the recording: its own localhost targets, both down) is not the
+    Blueprint's monitoring: a setup error naming the planned targets it lacks and the ones the Blueprint does not
+    name, its down targets still shown with their errors."""
     targets = parse_targets((FIXTURES / "monitoring" / "lab-targets.json").read_text(), "x")
     assert [t.health for t in targets.active] == ["down", "down"] and targets.up_ratio == 0
     (tmp_path / "prometheus").mkdir()
     (tmp_path / "prometheus" / "targets.json").write_text((FIXTURES / "monitoring" / "lab-targets.json").read_text())
     got = judged(bp, tmp_path, "monitoring.targets_up")
-    assert got.status == "fail" and got.measured == 0
+    assert got.status == "setup_error", got
+    assert "0 of 6 targets in the result; missing: node client-1, node client-2, node storage-1, prometheus storage-1" \
+        in got.message, got.message
+    assert "not in the Blueprint: node localhost:9100, prometheus localhost:9090" in got.message, got.message
     assert got.notes == ("down: node localhost:9100, prometheus localhost:9090",)
     assert "network is unreachable" in got.details[0].note
+
+
+def targets_answer(up: dict[str, str]) -> str:
+    """A Prometheus targets answer (the API's shape, as in the recording above) with these "job instance" targets and
+    their health."""
+    return json.dumps({"status": "success", "data": {"activeTargets": [
+        {"labels": {"job": where.split()[0], "instance": where.split()[1]}, "scrapeUrl": f"https://{where.split()[1]}/",
+         "health": health, "lastError": ""} for where, health in up.items()], "droppedTargets": []}})
+
+
+def test_every_target_up_passes_only_when_every_planned_target_is_there(bp: Blueprint, tmp_path: Path) -> None:
+    """A job or host missing from Prometheus' targets (a target file not installed, a host left out) would leave the
+    ratio of the others at 1: it is a setup error naming what is missing, never a pass."""
+    planned = [f"{g.job} {h}" for g in bp.scrape_targets() for h in g.hosts]
+    assert "node client-2" in planned and len(planned) > 3
+    (tmp_path / "prometheus").mkdir()
+    answer = tmp_path / "prometheus" / "targets.json"
+    answer.write_text(targets_answer(dict.fromkeys(planned, "up")))
+    got = judged(bp, tmp_path, "monitoring.targets_up")
+    assert got.status == "pass" and got.measured == 1, got
+    answer.write_text(targets_answer(dict.fromkeys([p for p in planned if p != "node client-2"], "up")))
+    got = judged(bp, tmp_path, "monitoring.targets_up")
+    assert got.status == "setup_error" and "missing: node client-2" in got.message, got
 
 
 @pytest.mark.parametrize(("text", "field", "message"), [

@@ -1,4 +1,5 @@
-"""Monitoring rules on Prometheus answers: every scrape target up, and the dm-cache read hit ratio over the fio
+"""Monitoring rules on Prometheus answers: every scrape target up (every one the Blueprint plans, each once: a
+target missing from Prometheus is not counted as up), and the dm-cache read hit ratio over the fio
 workloads' window (the Blueprint's monitoring query, asked by the runner), one series per GPU node (its
 ``instance`` label is the host name): a GPU node without one, or an instance the Blueprint does not name, is a
 setup error."""
@@ -27,7 +28,10 @@ def targets_up(check: Check, results: Results, planned: Planned) -> Measurement:
                            value=1.0 if t.health == "up" else 0.0, unit="up", note=t.lastError)
                     for t in targets.active)
     down = [d.where for d in details if not d.value]
-    return Measurement(value=targets.up_ratio, details=details,
+    # "job instance" against the plan's: a job or host missing from prometheus.yml's targets would leave the ratio
+    # of the others at 1 (the relabelling makes instance the host name, as the build's target files list it)
+    coverage = (cover("targets", [d.where for d in details], planned.scrape_targets),)
+    return Measurement(value=targets.up_ratio, details=details, coverage=coverage,
                        notes=(f"down: {', '.join(down)}",) if down else ())
 
 
