@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -14,6 +15,14 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 # The virtualenv running the tests, wherever it is: clustersmith, ansible-playbook, ansible-lint, molecule.
 BIN = Path(sys.executable).parent
+
+
+def default_sigint() -> None:
+    """A subprocess's ``preexec_fn`` for tests that send it Ctrl-C: SIGINT back to its default. A shell without job
+    control starts background jobs with SIGINT ignored, and Python keeps an inherited SIG_IGN (no
+    KeyboardInterrupt), so a suite started that way would see the child ignore Ctrl-C, as a user's background job
+    rightly does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from stacks.lab import state
+from tests.conftest import default_sigint
 from tests.default_lab import default_lab_plan
 from tests.lab.conftest import require_lab_tools
 
@@ -38,8 +39,7 @@ def test_interrupted_up_cleans_up(tmp_path: Path, sig: signal.Signals) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-m", "stacks.lab", "up", str(workdir), "--plan-file", str(plan_file)],
             stdout=out, stderr=subprocess.STDOUT, text=True,
-            # a shell without job control starts background jobs with SIGINT ignored; undo that here
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=default_sigint,
         )  # fmt: skip
     # A cold image build happens here when this test runs first (a fresh machine's CI, or alone): about 16 min on
     # this 2-core machine with other work beside it; the deadline bounds only how long `up` may take to start a VM.

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from blueprints.render import GENERATED, MARKER, PAUSE_ENV, generated_tree
+from tests.conftest import default_sigint
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "examples" / "lab.yaml"
@@ -169,7 +170,7 @@ def test_the_inventory_deploy_writes_replaces_the_link_and_survives(tmp_path: Pa
 def _paused_build(spec_file: Path, out: Path, step: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen([sys.executable, "-m", "blueprints", "build", str(spec_file), "-o", str(out)],
                             cwd=REPO, env={**ENV, PAUSE_ENV: step}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     assert proc.stderr is not None
     line = proc.stderr.readline()
     assert line == f"build paused at {step}\n", line + proc.stderr.read()
@@ -244,7 +245,8 @@ def test_a_signal_during_start_up_exits_cleanly(tmp_path: Path, sig: signal.Sign
     """Signalled as soon as the project's first code runs, while the CLI's imports are under way (before that the
     interpreter is still starting, and no program can handle a signal there)."""
     proc = subprocess.Popen([sys.executable, "-m", "blueprints", "build", str(LAB), "-o", str(tmp_path / "o")],
-                            cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     deadline = time.monotonic() + 30
     while not _catches_sigterm(proc.pid):
         assert proc.poll() is None and time.monotonic() < deadline, "the handler was never installed"
