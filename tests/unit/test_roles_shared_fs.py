@@ -128,6 +128,27 @@ def test_fsx_lctl_parameters_are_the_documented_ones() -> None:
     assert not _vars(_cloud("gcp"))["shared_fs_tuning"] and not _vars(_cloud("azure"))["shared_fs_tuning"]
 
 
+def test_fsx_lctl_parameters_are_set_again_at_every_mount() -> None:
+    """`lctl set_param` without -P lasts until the client's next mount, and FSx's page applies them after mounting:
+    the role's oneshot unit, wanted by and part of the mount unit, runs the page's commands (lru_size at 100 per CPU)
+    each time the file system mounts: at boot and on a remount, not only when the role last ran."""
+    role = _vars(_cloud("aws"))
+    chosen = [{"name": t["name"], "value": str(int(t["value"]) * 96) if t.get("per_cpu") else t["value"]}
+              for t in role["shared_fs_tuning"] if t["kind"] == "lctl"]
+    text = render("lustre-tuning.service.j2", role, {"__shared_fs_lctl": chosen})
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("ExecStart=")] == [
+        "ExecStart=lctl set_param ldlm.namespaces.*.lru_max_age=600000",
+        "ExecStart=lctl set_param ldlm.namespaces.*.lru_size=9600",
+        "ExecStart=lctl set_param osc.*OST*.max_rpcs_in_flight=32",
+        "ExecStart=lctl set_param mdc.*.max_rpcs_in_flight=64",
+        "ExecStart=lctl set_param mdc.*.max_mod_rpcs_in_flight=50"]
+    for key in ("After", "Requires", "PartOf", "WantedBy"):
+        assert f"{key}=mnt-lustre.mount" in lines, (key, text)
+    assert "Type=oneshot" in lines and "RemainAfterExit=yes" in lines
+    assert not any("%" in line for line in lines if not line.startswith("#")), "systemd would expand a % specifier"
+
+
 def test_external_nfs_over_rdma_waits_for_its_rail_and_the_cache() -> None:
     doc = yaml.safe_load((REPO / "examples" / "cv-training-500tb.yaml").read_text())
     doc["storage"] = {"external": {"type": "nfs", "source": "10.0.0.5:/export/train", "transport": "rdma"}}
