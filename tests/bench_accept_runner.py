@@ -33,6 +33,7 @@ import argparse
 import json
 import math
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -40,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -228,11 +230,19 @@ def one_size(n: int, folder: Path, bp: Blueprint, project: Path, log: Path, befo
     write = WritePlan(kind="directory", path=str(scratch), destructive=True)
 
     def after_fio() -> int:
-        fio.run(session, work, [], write)
+        # the checks the workload serves, as validators.accept passes them: a host without its result is then a
+        # setup error here as in a real run (with no checks, the runner has nothing to record it under)
+        fio.run(session, work, [c for c in bp.acceptance.checks if c.tool == "fio"
+                                and c.args.get("workload") == work.name], write)
         return sum(len(v) for v in session.setup_errors.values())
 
     got = measure(after_fio, log)
     row("fio", "after", got, len(list((results / "fio" / work.name).glob("*.json"))))
+    why = Counter(f"{check}: {re.sub(r'node-[0-9]+', 'node-N', message)[:300]}"
+                  for check, hosts_why in session.setup_errors.items() for message in hosts_why.values())
+    if why:  # a host without its result is the runner's setup error: say which, so a bench run is never read blind
+        print(f"{n:>6}   fio: {sum(why.values())} setup error(s), by message:\n" +
+              "\n".join(f"         {count} x {message}" for message, count in why.most_common(5)), flush=True)
     fio.cleanup(session, write)
     for r in rows:
         r["shards"] = len(shard(hosts, session.shards, session.shard_hosts)) if r["design"] == "after" else 1
