@@ -143,22 +143,40 @@ def test_a_step_over_shards_collects_every_host_once(out: Path, tmp_path: Path) 
     assert not list(Path("/tmp").glob("clustersmith-accept-facts-*")), "every job folder is removed"
 
 
-def test_a_job_past_its_limit_is_ended_and_named(out: Path, tmp_path: Path) -> None:
-    """A launch that would run 60 s in a job limited to 3 s: the collector ends the job's whole session and the host
-    is named, never waited for past the limit."""
+def one_launch(out: Path, tmp_path: Path, command: str, timeout: int, limit: int) -> tuple[Session, HostOutcome, float]:
+    """One NCCL launch step on a local host running ``sh -c '<command>; echo <marker>'`` under timeout(1) ``timeout``
+    in a job limited to ``limit`` s; its session, outcome and wall seconds, and afterwards no process of it alive."""
     session = local_session(load_blueprint(out), tmp_path, {"gpu_clients": ["node-1"]})
     work = tmp_path / "work"
     work.mkdir()
-    marker = f"clustersmith-test-{os.getpid()}"
+    marker = f"clustersmith-test-{os.getpid()}-{timeout}-{limit}"
     began = time.monotonic()
-    outcomes = session.job(Job("slow", "nccl_launch", {"node-1": {
-        "host": "node-1", "launcher_tool": "sleep", "workdir": str(work), "timeout": 60, "runs": 1,
-        "run_1_log": "x.txt", "run_1_dest": "nccl/x.txt", "run_1_argv": f"sh -c 'sleep 60; echo {marker}'"}},
-        ("nccl/x.txt", "nccl/x.txt.rc"), 3))
-    assert time.monotonic() - began < 45
-    assert outcomes["node-1"].problem == "Run the step: did not end within its 3 s (ended by the collector)"
-    alive = subprocess.run(["pgrep", "-f", f"sleep 60; echo {marker}"], capture_output=True, text=True)
+    outcomes = session.job(Job("launch", "nccl_launch", {"node-1": {
+        "host": "node-1", "launcher_tool": "sleep", "workdir": str(work), "timeout": timeout, "runs": 1,
+        "run_1_log": "x.txt", "run_1_dest": "nccl/x.txt", "run_1_argv": f"sh -c '{command}; echo {marker}'"}},
+        ("nccl/x.txt", "nccl/x.txt.rc"), limit))
+    took = time.monotonic() - began
+    alive = subprocess.run(["pgrep", "-f", f"echo {marker}"], capture_output=True, text=True)
     assert alive.returncode == 1, f"the job's processes are ended: {alive.stdout}"
+    return session, outcomes["node-1"], took
+
+
+def test_a_job_past_its_limit_is_ended_and_named(out: Path, tmp_path: Path) -> None:
+    """A launch that would run 60 s in a job limited to 3 s: the collector ends the job's whole session and the host
+    is named, never waited for past the limit."""
+    _, outcome, took = one_launch(out, tmp_path, "sleep 60", 60, 3)
+    assert took < 45
+    assert outcome.problem == "Run the step: did not end within its 3 s (ended by the collector)"
+
+
+def test_a_tool_that_ignores_its_timeouts_term_is_killed_soon_after(out: Path, tmp_path: Path) -> None:
+    """A launch that ignores SIGTERM (its shell and its sleep inherit the ignored signal) past its 2 s timeout:
+    timeout(1) kills it kill_after_s (10 s) after the TERM, so the step ends then with the launch's status 137 (the
+    runner names the launch), long before the job's 60 s limit and the collector."""
+    session, outcome, took = one_launch(out, tmp_path, 'trap "" TERM; sleep 60', 2, 60)
+    assert outcome.problem is None, outcome
+    assert (session.results / "nccl" / "x.txt.rc").read_text().strip() == "137"
+    assert 12 <= took < 45, f"ended {took:.0f} s after the start: expected the 2 s timeout + 10 s, not the limit"
 
 
 def test_late_starts_are_noted_with_the_worst(out: Path, tmp_path: Path) -> None:

@@ -18,6 +18,10 @@ job_dir=$2
 out=$job_dir/out
 meta=$job_dir/meta
 TAB=$(printf '\t')
+# A tool past its time gets SIGTERM from timeout(1), then SIGKILL this many seconds later (timeout -k): a tool that
+# ignores TERM or is stuck in the kernel (seen on the bench machine: a fio in futex_wait that outlived TERM) ends its
+# step then, named by its exit status 137, instead of holding the step until the collector's deadline.
+kill_after_s=10
 
 now_ms() { date +%s%3N; }
 

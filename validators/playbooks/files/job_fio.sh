@@ -42,13 +42,13 @@ save_fscache() {
 # (.1) and drop the page cache, so that the second, measured pass (<host>.json) can only be served by FS-Cache or
 # the file system. The counters after it are .2 (step).
 cache_passes() {
-    CLUSTERSMITH_HOST=$host timeout "$fio_timeout" fio --create_only=1 --output-format=json \
+    CLUSTERSMITH_HOST=$host timeout -k "$kill_after_s" "$fio_timeout" fio --create_only=1 --output-format=json \
         "--output=$host.layout.fio-json" "$job_file" > "$job_dir/layout.out" 2>&1 ||
         { fail "Lay out the cache check's files" "$(exit_words $? "$job_dir/layout.out")"; return 1; }
     checked "Evict the page, dentry and inode caches" sh -c 'sync && echo 3 > /proc/sys/vm/drop_caches' || return 1
     save_fscache 0 || return 1
-    CLUSTERSMITH_HOST=$host timeout "$fio_timeout" fio --output-format=json+ "--output=$host.pass1.fio-json" \
-        "$job_file" > "$job_dir/pass1.out" 2>&1 ||
+    CLUSTERSMITH_HOST=$host timeout -k "$kill_after_s" "$fio_timeout" fio --output-format=json+ \
+        "--output=$host.pass1.fio-json" "$job_file" > "$job_dir/pass1.out" 2>&1 ||
         { fail "Run the first read pass" "$(exit_words $? "$job_dir/pass1.out")"; return 1; }
     save_fscache 1 || return 1
     checked "Drop the page cache" sh -c 'sync && echo 1 > /proc/sys/vm/drop_caches'
@@ -93,12 +93,13 @@ step() {
         copy_out
         return 0
     fi
-    CLUSTERSMITH_HOST=$host timeout "$fio_timeout" fio --output-format=json+ "--output=$host.json" "$job_file" \
-        2> "$job_dir/fio.err"
+    CLUSTERSMITH_HOST=$host timeout -k "$kill_after_s" "$fio_timeout" fio --output-format=json+ "--output=$host.json" \
+        "$job_file" 2> "$job_dir/fio.err"
     rc=$?
     # fio's exit status beside its report: a fio killed or cut short can still write a report whose jobs say error 0;
     # the runner reads <host>.exit (status, then fio's last words) to tell that from a finished run. timeout(1) ends a
-    # fio that outlives its time with 124: no status of fio's own, as when Ansible's task timeout ended it
+    # fio that outlives its time with 124: no status of fio's own, as when Ansible's task timeout ended it (a fio that
+    # ignored the TERM too is killed kill_after_s later: 137, which the runner judges a run cut short)
     if [ "$rc" -eq 124 ]; then
         printf 'none\nfio did not end within %s s: timeout(1) ended it\n' "$fio_timeout" > "$host.exit"
     else

@@ -15,7 +15,7 @@ step() {
     while [ "$ready" -eq 0 ] && [ "$n" -le "$runs" ]; do
         eval "log=\$run_${n}_log dest=\$run_${n}_dest argv=\$run_${n}_argv"
         eval "set -- $argv"
-        timeout "$timeout" "$@" > "$workdir/$log" 2>&1 < /dev/null
+        timeout -k "$kill_after_s" "$timeout" "$@" > "$workdir/$log" 2>&1 < /dev/null
         echo $? > "$workdir/$log.rc"
         mkdir -p "$out/$(dirname "$dest")"
         cp "$workdir/$log" "$out/$dest" && cp "$workdir/$log.rc" "$out/$dest.rc"

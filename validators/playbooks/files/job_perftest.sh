@@ -37,7 +37,8 @@ step() {
             pidfile=$job_dir/servers/$port
             [ -e "$pidfile" ] && kill "$(cat "$pidfile")" 2> /dev/null  # this port's server of an earlier wave
             # shellcheck disable=SC2086 # gid_args is "" or "-x <index>"
-            timeout "$tool_timeout" "$tool" -d "$device" -p "$port" $gid_args "$@" < /dev/null > /dev/null 2>&1 &
+            timeout -k "$kill_after_s" "$tool_timeout" "$tool" -d "$device" -p "$port" $gid_args "$@" \
+                < /dev/null > /dev/null 2>&1 &
             echo $! > "$pidfile"
             ;;
         client)
@@ -45,7 +46,7 @@ step() {
             try=1
             while :; do
                 # shellcheck disable=SC2086
-                timeout "$tool_timeout" "$tool" -d "$device" -p "$port" $gid_args "$@" "$address" \
+                timeout -k "$kill_after_s" "$tool_timeout" "$tool" -d "$device" -p "$port" $gid_args "$@" "$address" \
                     < /dev/null > "$job_dir/client.out" 2> "$job_dir/client.err"
                 rc=$?
                 { [ "$rc" -eq 0 ] || [ "$try" -ge "$tries" ]; } && break
