@@ -180,8 +180,10 @@ def test_fio_verify_survives_a_rail_cut(deployed: ExampleLab) -> None:
 def test_fio_verify_survives_a_short_flap(deployed: ExampleLab) -> None:
     """Issue 18 item 8: rail 0 down for less than the I/O timeout (a flap, far more common than a long cut) during
     the verified randwrite. fio finishes with zero errors (never hangs), the pause stays within the failover bound,
-    and both paths are live again. Measured here: the bookworm kernel (6.1) only fails over I/O lost on the flapped
-    path when keep-alive or nvme_core.io_timeout fires (14 s pause for a 20 s flap, about io_timeout for a 5 s one);
-    the backports kernel (6.12) flushes the QP at link down and fails over in about 2 s."""
+    and both paths are live again. Measured here (tests/bench_flap_lab.py, 2026-12-04, 3 runs of each, no hang on
+    either kernel): the bookworm kernel (6.1) fails over I/O lost on the flapped path only when keep-alive or
+    nvme_core.io_timeout fires (longest pause 14.1 / 14.3 / 31.3 s for a 20 s flap, 7.0-7.3 s for a 5 s one); the
+    backports kernel (6.12) flushes the QP at link down (0.8-1.5 s for a 20 s flap; 4.8-5.3 s for a 5 s one, about
+    the flap itself)."""
     bound = failover_bound(deployed)
     verified_write_through_a_cut(deployed, bound, max(bound.io_timeout - 10, 5), "flap", "short flap")
