@@ -32,6 +32,15 @@ pytestmark = pytest.mark.lab
 CUT_AFTER_S = 10  # fio runs this long on both rails before the cut
 MARGIN_S = TCG_MARGIN_S
 IOPS_LOG_MS = 250
+# What a hung verified write leaves to read on the client: each controller's state and address, each path's
+# in-flight reads and writes, fio's kernel stacks, the blocked tasks (sysrq w writes them to the kernel log: which
+# nvme or rxe work holds the reset), and the kernel log since the cut.
+HUNG_IO_REPORT = (
+    "for c in /sys/class/nvme/nvme*; do echo $c $(cat $c/state) $(tr '\\n' ' ' < $c/address); done; "
+    "for d in /sys/block/nvme*c*n*; do echo $d inflight $(cat $d/inflight); done; "
+    "for p in $(pgrep -x fio); do echo fio $p; cat /proc/$p/stack; done; "
+    "echo w > /proc/sysrq-trigger; dmesg | tail -250"
+)
 subsys_info = load("nvmeof", "nvme_subsys_info.py")
 
 
@@ -147,8 +156,7 @@ def verified_write_through_a_cut(deployed: ExampleLab, bound: FailoverBound, cut
             out, _ = fio.communicate(timeout=runtime + hang_after_s)
         except subprocess.TimeoutExpired:
             fio.kill()
-            stuck = lab.ssh("client-1", "for d in /sys/block/nvme*c*n*; do echo $d $(cat $d/inflight); done; "
-                            "dmesg | tail -40", timeout=60)
+            stuck = lab.ssh("client-1", HUNG_IO_REPORT, timeout=120)
             raise AssertionError(f"fio hung after a {cut_for:.0f} s cut of rail 0: {stuck.stdout}") from None
         assert fio.returncode == 0, f"fio exited {fio.returncode}: {out[-3000:]}"
     result = json.loads(ssh_out(lab, "client-1", f"cat /root/{name}.json; rm -f {scratch}"))
