@@ -9,12 +9,18 @@ For each kernel: `clustersmith build examples/lab.yaml` with that ``target.kerne
 times, the lab tier's own verified write through a cut (tests/lab/test_storage_path_e2e.py: fio randwrite with
 verify=crc32c on client-1's dm-cache tier over its own multipath namespace, rail 0 down for the flap, started after
 10 s of writing). A run whose fio has not ended ``--hang-after`` seconds after its planned end is a hang: the script
-prints the namespace heads' inflight counters and the tail of dmesg it read then. Lab down at the end, whatever
-happened.
+prints what the lab test reads then on the client (controller states, each path's in-flight I/O, fio's kernel
+stacks, the blocked tasks and the kernel log) and keeps it whole in OUT/KERNEL-flapF-runN.txt. Lab down at the end,
+whatever happened, except with ``--keep-on-hang``: the first hang ends the runs and leaves its lab up to be read.
 
-Prints a line per run (kernel, flap, link down s, longest I/O pause s, outcome) and per kernel and flap the hangs
-of runs and the pauses' min / median / max; everything also goes to OUT/flaps.json. Soft-RoCE under QEMU TCG on a
-shared 2-core machine: the pauses are the lab's kernel and timers, never a real NIC's failover time.
+Each run also reads client-1's kernel log (kept in OUT/KERNEL-flapF-runN.dmesg) for the Soft-RoCE fault that
+tests/lab/kernel_log.py explains: registrations rdma_rxe refused ("rxe_reg_fast_mr ... not free"; its debug message
+is switched on where it is one, 6.12), nvme-rdma's MEMREG failures, and I/O timeouts.
+
+Prints a line per run (kernel, flap, link down s, longest I/O pause s, those counts, outcome) and per kernel and flap
+the hangs of runs, the pauses' min / median / max and the runs with a refusal or an I/O timeout; everything also
+goes to OUT/flaps.json. Soft-RoCE under QEMU TCG on a shared 2-core machine: the pauses are the lab's kernel and
+timers, never a real NIC's failover time.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from blueprints.blueprint import load_blueprint
 from stacks.lab import Lab
 from tests.conftest import BIN
 from tests.lab.conftest import LAB_KERNEL_ENV, REPO, TIMINGS, ExampleLab, example_spec, run, tail
+from tests.lab.kernel_log import FlapEvidence, flap_evidence
 from tests.lab.test_storage_path_e2e import failover_bound, verified_write_through_a_cut
 
 DATA_PATH_ROLES = ("rdma", "pfc_dcqcn", "nvmeof", "storage_tiering")
@@ -52,6 +59,11 @@ class FlapRun:
     link_down_s: float
     longest_pause_s: float | None
     outcome: str  # "ok", "hang: ..." or "failed: ..."
+    evidence: FlapEvidence  # client-1's kernel log over the run (tests/lab/kernel_log.py)
+
+
+# Soft-RoCE's debug messages on (6.12 logs the refused registration at debug level, 6.1 as a warning)
+RXE_DEBUG = "echo 'func rxe_reg_fast_mr +p' > /sys/kernel/debug/dynamic_debug/control"
 
 
 def data_path_playbook(site: Path) -> Path:
@@ -75,12 +87,14 @@ def step(what: str, argv: list[str | Path], timeout: float, env: dict[str, str] 
 
 
 def one_kernel(kernel: str, flaps: list[int], runs: int, hang_after: float, out: Path,
-               rows: list[FlapRun]) -> None:
+               rows: list[FlapRun], keep_on_hang: bool = False) -> bool:
+    """The runs on one kernel; True when a hang stopped them and the lab was left up to be read."""
     os.environ[LAB_KERNEL_ENV] = kernel
     build = out / kernel
     build.mkdir(parents=True)
     step(f"{kernel}: build", [sys.executable, "-m", "blueprints", "build", example_spec(build), "-o", build], 300)
     folder = build / "lab"
+    kept = False
     try:
         step(f"{kernel}: lab up", [sys.executable, "-m", "blueprints", "lab", "up", folder], 3600)
         inventory, site = folder / "ansible" / "inventory.yml", folder / "ansible" / "site.yml"
@@ -90,6 +104,9 @@ def one_kernel(kernel: str, flaps: list[int], runs: int, hang_after: float, out:
         lab = ExampleLab(load_blueprint(folder), folder, Lab.attach(folder))
         release = lab.lab.ssh("client-1", "uname -r", timeout=60).stdout.strip()
         bound = failover_bound(lab)
+        if lab.lab.ssh("client-1", RXE_DEBUG, timeout=60).returncode != 0:  # 6.1: no debug message there
+            print("  rxe_reg_fast_mr has no debug message to switch on: only its warnings are counted", flush=True)
+        lab.lab.ssh("client-1", "dmesg -C", timeout=60)  # each run reads its own kernel log, from here
         for flap in flaps:
             for n in range(1, runs + 1):
                 TIMINGS.clear()
@@ -99,16 +116,33 @@ def one_kernel(kernel: str, flaps: list[int], runs: int, hang_after: float, out:
                 except AssertionError as failed:
                     text = str(failed)
                     outcome = ("hang: " if text.startswith("fio hung") else "failed: ") + text[:3000]
+                    report = out / f"{kernel}-flap{flap}-run{n}.txt"
+                    report.write_text(text + "\n")  # whole: a hang's report runs to a few hundred lines
+                    outcome += f"\n(whole report: {report})"
+                if keep_on_hang and outcome.startswith("hang"):
+                    log = ""  # left in the ring buffer for whoever reads the kept lab
+                else:
+                    log = lab.lab.ssh("client-1", "dmesg -c", timeout=60).stdout
+                    (out / f"{kernel}-flap{flap}-run{n}.dmesg").write_text(log)
                 row = FlapRun(kernel, release, flap, n, round(TIMINGS.get("flap: link down for (s)", 0.0), 1),
-                              TIMINGS.get("flap: longest I/O pause (s)"), outcome)
+                              TIMINGS.get("flap: longest I/O pause (s)"), outcome, flap_evidence(log))
                 rows.append(row)
                 print(f"{kernel} ({release}) flap {flap} s run {n}: link down {row.link_down_s} s, longest "
-                      f"pause {row.longest_pause_s} s, {outcome.splitlines()[0][:200]}", flush=True)
+                      f"pause {row.longest_pause_s} s, registrations refused {row.evidence.reg_mr_refused}, MEMREG "
+                      f"failures {row.evidence.memreg_failed}, I/O timeouts {row.evidence.io_timeouts}, "
+                      f"{outcome.splitlines()[0][:200]}", flush=True)
                 if outcome != "ok":
                     print(outcome, flush=True)
                 (out / "flaps.json").write_text(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+                if keep_on_hang and outcome.startswith("hang"):
+                    kept = True
+                    print(f"lab left up with the hung fio on client-1 (`{sys.executable} -m blueprints lab status "
+                          f"{folder}` names its SSH port); `... lab down {folder}` when done", flush=True)
+                    return True
+        return False
     finally:
-        run([sys.executable, "-m", "blueprints", "lab", "down", folder], timeout=600)
+        if not kept:
+            run([sys.executable, "-m", "blueprints", "lab", "down", folder], timeout=600)
 
 
 def summary(rows: list[FlapRun]) -> None:
@@ -119,8 +153,10 @@ def summary(rows: list[FlapRun]) -> None:
         other = sum(r.outcome.startswith("failed") for r in mine)
         pauses = sorted(r.longest_pause_s for r in mine if r.longest_pause_s is not None)
         shown = f"{pauses[0]:.1f} / {statistics.median(pauses):.1f} / {pauses[-1]:.1f}" if pauses else "none"
+        refused = sum(r.evidence.reg_mr_refused > 0 for r in mine)
+        timed_out = sum(r.evidence.io_timeouts > 0 for r in mine)
         print(f"{key[0]} ({key[1]}), flap {key[2]} s: {hangs} hang(s) and {other} other failure(s) of {len(mine)} "
-              f"runs; pause {shown}")
+              f"runs; pause {shown}; runs with a refused registration {refused}, with an I/O timeout {timed_out}")
 
 
 def main() -> None:
@@ -130,6 +166,8 @@ def main() -> None:
     parser.add_argument("--flap", nargs="+", type=int, default=[20, 5], help="seconds rail 0 stays down")
     parser.add_argument("--hang-after", type=float, default=300,
                         help="seconds past fio's planned end that make a run a hang")
+    parser.add_argument("--keep-on-hang", action="store_true",
+                        help="at the first hang stop, and leave that lab up to be read (bring it down yourself)")
     parser.add_argument("--out", type=Path, default=None, help="a new folder (default: a temporary one)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="clustersmith-flap-"))
@@ -138,7 +176,8 @@ def main() -> None:
         raise SystemExit(f"--out {out}: expected a new or empty folder; it holds files this script did not write")
     rows: list[FlapRun] = []
     for kernel in args.kernel:
-        one_kernel(kernel, args.flap, args.runs, args.hang_after, out, rows)
+        if one_kernel(kernel, args.flap, args.runs, args.hang_after, out, rows, args.keep_on_hang):
+            break
     summary(rows)
     print(f"\nfigures: {out / 'flaps.json'}")
 
