@@ -256,5 +256,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if TIMINGS:
         terminalreporter.section("lab timings")
-        for name, seconds in TIMINGS.items():
-            terminalreporter.write_line(f"{name}: {seconds:.1f} s")
+        for name, value in TIMINGS.items():  # seconds, or a count (an int: what the lab's kernel logged)
+            terminalreporter.write_line(f"{name}: {value}" if isinstance(value, int) else f"{name}: {value:.1f} s")

@@ -30,3 +30,13 @@ def flap_evidence(log: str) -> FlapEvidence:
     """Counts in ``dmesg`` text (tests/fixtures/lab/flap-dmesg-6.1.txt is a real one)."""
     refused = sum("rxe_reg_fast_mr" in line and "not free" in line for line in log.splitlines())
     return FlapEvidence(refused, len(_MEMREG_FAILED.findall(log)), len(_IO_TIMEOUT.findall(log)))
+
+
+def since(before: str, after: str) -> str:
+    """The lines of ``after`` (a later ``dmesg``) past the last line of ``before``; all of them where that line is
+    gone (the ring buffer wrapped, or someone cleared it)."""
+    old = before.splitlines()
+    new = after.splitlines()
+    if old and old[-1] in new:
+        new = new[len(new) - new[::-1].index(old[-1]):]
+    return "\n".join(new)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.lab.kernel_log import FlapEvidence, flap_evidence
+from tests.lab.kernel_log import FlapEvidence, flap_evidence, since
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "lab" / "flap-dmesg-6.1.txt"
 
@@ -27,3 +27,13 @@ def test_a_refusal_of_another_kind_is_not_counted() -> None:
     # rxe's other refusals of a registration (wrong protection domain or key index) are not the retransmission fault
     line = "[  188.116000] rdma_rxe: rxe_reg_fast_mr: qp->pd and mr->pd don't match"
     assert flap_evidence(line).reg_mr_refused == 0
+
+
+def test_since_keeps_only_what_the_run_logged() -> None:
+    lines = FIXTURE.read_text().splitlines()
+    before, during = "\n".join(lines[:40]), "\n".join(lines[40:])
+    assert since(before, "\n".join(lines)) == during
+    # the ring buffer wrapped past the last line read before, or the log was cleared: all of the later read counts
+    assert since(before, during) == during
+    assert since("", during) == during
+    assert since("\n".join(lines), "\n".join(lines)) == ""
