@@ -37,3 +37,13 @@ def test_since_keeps_only_what_the_run_logged() -> None:
     assert since(before, during) == during
     assert since("", during) == during
     assert since("\n".join(lines), "\n".join(lines)) == ""
+
+
+def test_the_6_12_forms_are_counted() -> None:
+    # 6.12 with rdma_rxe's dynamic debug on: the refusal ("rxe1: mr#147 rxe_reg_fast_mr:  mr->lkey = ... not free",
+    # once on the rail that was not cut, once after the reconnect) and the flush it causes ("SEND ... WR flushed")
+    run1 = (FIXTURE.parent / "flap-dmesg-6.12-run1.txt").read_text()
+    assert flap_evidence(run1) == FlapEvidence(reg_mr_refused=2, memreg_failed=0, io_timeouts=0)
+    # 6.12's timeout line: "I/O tag 0 (f000) opcode 0x18 (Admin Cmd) QID 0 timeout" (keep-alive, no refusal)
+    run3 = (FIXTURE.parent / "flap-dmesg-6.12-run3.txt").read_text()
+    assert flap_evidence(run3) == FlapEvidence(reg_mr_refused=0, memreg_failed=0, io_timeouts=1)
