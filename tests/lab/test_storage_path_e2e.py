@@ -206,11 +206,12 @@ def test_fio_verify_survives_a_rail_cut(deployed: ExampleLab) -> None:
 def test_fio_verify_survives_a_short_flap(deployed: ExampleLab) -> None:
     """Issue 18 item 8: rail 0 down for less than the I/O timeout (a flap, far more common than a long cut) during
     the verified randwrite. fio finishes with zero errors (never hangs), the pause stays within the failover bound,
-    and both paths are live again. Measured (tests/bench_flap_lab.py, 2026-12-04, flaps of 20 s and 5 s, no hang in 37 runs on
-    6.1 and 13 on 6.12): on the bookworm kernel (6.1) keep-alive fails the cut path over (longest pause 13.5 / 14.1
-    / 32.4 s min / median / max of 20 runs); the 32 s is Soft-RoCE's retransmission fault (tests/lab/kernel_log.py)
-    silently stopping the other rail's queue pair until its I/Os timed out (3 of 20 runs logged a refused
-    registration). On 6.12 the same fault flushes the queue pair at once (0.5 / 8.0 / 11.5 s of 8 runs). The bound
-    is therefore nvme_core.io_timeout + keep_alive_tmo: a setting of ours cannot shorten a driver's silent stall."""
+    and both paths are live again. Measured (tests/bench_flap_lab.py, 2026-12-04; flaps of 20 s and 5 s: no hang in
+    37 runs on 6.1, 13 on 6.12): on the bookworm kernel (6.1) keep-alive fails the cut path over (longest pause
+    13.5 / 14.1 / 32.4 s min / median / max of 20 runs of 20 s); the 32 s is Soft-RoCE's retransmission fault
+    (tests/lab/kernel_log.py) silently stopping the other rail's queue pair until its I/Os timed out (3 of 20 runs
+    logged a refused registration). On 6.12 the same fault flushes the queue pair at once (0.5 / 8.0 / 11.5 s of 8
+    runs). The bound is therefore nvme_core.io_timeout + keep_alive_tmo: no setting of ours shortens a driver's
+    silent stall."""
     bound = failover_bound(deployed)
     verified_write_through_a_cut(deployed, bound, max(bound.io_timeout - 10, 5), "flap", "short flap")
