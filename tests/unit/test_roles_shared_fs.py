@@ -167,6 +167,24 @@ def test_external_nfs_over_rdma_waits_for_its_rail_and_the_cache() -> None:
     assert daemon["RequiresMountsFor"] == "/var/cache/fscache"
 
 
+@pytest.mark.parametrize(("external", "what", "mount_type", "daemon"), [
+    # docs.weka.io "Mount a filesystem using fstab": wekafs, x-systemd.after=weka-agent.service
+    ({"type": "weka", "source": "backend-0,backend-1/my_fs"}, "backend-0,backend-1/my_fs", "wekafs",
+     "weka-agent.service"),
+    # IBM Storage Scale "Planning for systemd": gpfs.service starts and stops mmfsd
+    ({"type": "gpfs", "source": "gpfs0"}, "/dev/gpfs0", "gpfs", "gpfs.service"),
+])
+def test_a_vendor_client_mounts_after_its_daemon_without_pulling_it_in(
+        external: dict[str, Any], what: str, mount_type: str, daemon: str) -> None:
+    doc = yaml.safe_load((REPO / "examples" / "cv-training-500tb.yaml").read_text())
+    doc["storage"] = {"external": external}
+    got = unit(render("shared-fs.mount.j2", _vars(doc), {"inventory_hostname": "gpu-1"}))
+    assert got["What"] == what and got["Type"] == mount_type
+    assert got["After"].split()[-1] == daemon
+    # the vendor's own start policy stays theirs: ordered after, not wanted
+    assert daemon not in got["Wants"] and got["Wants"].split() == got["After"].split()[:-1]
+
+
 def test_external_nfs_over_tcp_takes_nconnect() -> None:
     doc = yaml.safe_load((REPO / "examples" / "cv-training-500tb.yaml").read_text())
     doc["storage"] = {"external": {"type": "vast", "source": "vip.example.com:/train", "nconnect": 8,
