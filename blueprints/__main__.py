@@ -1,28 +1,30 @@
 """``clustersmith`` and ``python -m blueprints``: signals first (blueprints.signals), then the command line.
 
-Importing the command line loads pydantic, jinja2 and the planner; a Ctrl-C or SIGTERM during that import still
-exits 130 or 143 with one line and no traceback.
+Importing the command line loads pydantic, jinja2 and the planner; a Ctrl-C or SIGTERM during that import is held
+until it ends and then exits 130 or 143 with one line and no traceback.
 """
 
 import sys
 
-from blueprints.signals import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, install
+from blueprints.signals import held, install, signalled
 
 
 def main() -> None:
     # One try around all of it: a signal is handled at the first bytecode after it arrives, which may be the last
     # line of install() itself or the gap between the import and the command's own handlers (blueprints.commands.run).
+    # The imports run with the signals held (blueprints.signals.held): one that arrives meanwhile is raised at the
+    # block's end, never inside a library's import code.
     try:
-        install()
-        from blueprints.cli import main as cli_main
-
+        with held():
+            install()
+            from blueprints.cli import main as cli_main
         cli_main()
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        sys.exit(EXIT_INTERRUPTED)
-    except Terminated:
-        sys.stderr.write("terminated\n")
-        sys.exit(EXIT_TERMINATED)
+    except BaseException as exc:  # a signal (blueprints.signals.signalled), however it reached here
+        ended = signalled(exc)
+        if ended is None:
+            raise
+        sys.stderr.write(ended.message + "\n")
+        sys.exit(ended.code)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 
 from blueprints.errors import ClusterSmithError
-from blueprints.signals import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, install
+from blueprints.signals import EXIT_INTERRUPTED, held, install, signalled
 
 GROUP = "clustersmith.commands"
 INSTALL_HINT = "reinstall clustersmith (`pip install -e .` in the repository) so its entry points are current"
@@ -38,7 +38,8 @@ def load_command(ep: EntryPoint) -> click.Command:
     """The click command an entry point names, or a CommandLoadError that says which and why."""
     where = f"command {ep.name!r} (entry point {ep.value!r} in group {GROUP})"
     try:
-        command = ep.load()
+        with held():  # a Ctrl-C during the plugin's import is raised after it, never as an import error
+            command = ep.load()
     except Exception as exc:  # any failure while importing a plugin is the same setup error
         raise CommandLoadError(f"{where} cannot be loaded: {type(exc).__name__}: {exc}; {INSTALL_HINT}") from exc
     if not isinstance(command, click.Command):
@@ -89,9 +90,10 @@ class RegistryGroup(click.Group):
 
 def run(group: click.Group, prog_name: str | None = None) -> None:
     """Run a command line with the project's exit codes; bad input and setup errors print a message, never a
-    traceback. SIGTERM is handled for the call (and the caller's handler put back afterwards)."""
+    traceback. SIGINT and SIGTERM are handled for the call (blueprints.signals; the caller's handlers put back
+    afterwards)."""
     err = Console(stderr=True, soft_wrap=True)
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         install()  # inside the try: a SIGTERM already pending is raised as soon as the handler is in place
         group.main(prog_name=prog_name, standalone_mode=False)
@@ -105,12 +107,13 @@ def run(group: click.Group, prog_name: str | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(EXIT_INTERRUPTED)
-    except Terminated:
-        err.print("terminated")
-        sys.exit(EXIT_TERMINATED)
+    except BaseException as exc:  # a signal (blueprints.signals.signalled), however it reached here
+        ended = signalled(exc)
+        if ended is None:
+            raise
+        err.print(ended.message)
+        sys.exit(ended.code)
     finally:
-        if previous is not None:  # None: a handler not set from Python, which cannot be put back
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            if handler is not None:  # None: a handler not set from Python, which cannot be put back
+                signal.signal(sig, handler)
