@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import io
-import itertools
 import json
 import os
 import shutil
@@ -246,10 +245,10 @@ def test_the_pairs_of_a_wave_start_together_and_waves_follow_one_another(out: Pa
         mine, at = servers[at:at + len(wave)], at + len(wave)
         assert mine[-1] - mine[0] < 1000, mine  # the servers of a wave start together
         began.append(mine[0])
-    # a wave a slot after the one before (a start late by some scheduling on this loaded machine shortens a gap)
-    gaps = [b - a for a, b in itertools.pairwise(began)]
-    assert all(gap >= slot_ms - 500 for gap in gaps), gaps
-    assert began[-1] - began[0] >= (len(waves) - 1) * slot_ms - 500, began
+    # wave k begins k slots after the first, never earlier: the job places each wave on one schedule from a common
+    # start, so a wave started late by this loaded machine's scheduler lengthens the gap before it and shortens the
+    # one after (CI, 2026-12-05: gaps 3400, 3404, 4384, 2436 ms for 3400 ms slots), and the next wave is on time
+    assert all(b - began[0] >= k * slot_ms - 500 for k, b in enumerate(began)), began
     tried = [ms for ms, role, device in lines if role == "client" and device == "client-3_r1"]
     assert len(tried) == perftest.TRIES + 2, "client-3's rail 1: each try failed, then measured again in a second job"
     assert session.setup_errors == {}
