@@ -6,7 +6,7 @@ until it ends and then exits 130 or 143 with one line and no traceback.
 
 import sys
 
-from blueprints.signals import held, install, signalled
+from blueprints.signals import exit_if_signalled, held, install
 
 
 def main() -> None:
@@ -20,11 +20,8 @@ def main() -> None:
             from blueprints.cli import main as cli_main
         cli_main()
     except BaseException as exc:  # a signal (blueprints.signals.signalled), however it reached here
-        ended = signalled(exc)
-        if ended is None:
-            raise
-        sys.stderr.write(ended.message + "\n")
-        sys.exit(ended.code)
+        exit_if_signalled(exc, lambda line: sys.stderr.write(line + "\n"))
+        raise
 
 
 if __name__ == "__main__":

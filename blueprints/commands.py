@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 
 from blueprints.errors import ClusterSmithError
-from blueprints.signals import EXIT_INTERRUPTED, held, install, signalled
+from blueprints.signals import EXIT_INTERRUPTED, exit_if_signalled, held, install
 
 GROUP = "clustersmith.commands"
 INSTALL_HINT = "reinstall clustersmith (`pip install -e .` in the repository) so its entry points are current"
@@ -108,11 +108,8 @@ def run(group: click.Group, prog_name: str | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code if exc.exit_code != 1 else 2)
     except BaseException as exc:  # a signal (blueprints.signals.signalled), however it reached here
-        ended = signalled(exc)
-        if ended is None:
-            raise
-        err.print(ended.message)
-        sys.exit(ended.code)
+        exit_if_signalled(exc, err.print)
+        raise
     finally:
         for sig, handler in previous.items():
             if handler is not None:  # None: a handler not set from Python, which cannot be put back

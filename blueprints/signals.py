@@ -19,7 +19,8 @@ delivered when the imports end, in our own frame.
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
@@ -77,6 +78,15 @@ def signalled(exc: BaseException) -> Signalled | None:
     if isinstance(exc, Exception) and _received:
         return _BY_SIGNAL[signal.Signals(_received[0])]
     return None
+
+
+def exit_if_signalled(exc: BaseException, say: Callable[[str], object]) -> None:
+    """End the command line as ``signalled(exc)`` says (its one line through ``say``, then its exit code); return
+    when ``exc`` stands for no signal, for the caller to re-raise."""
+    ended = signalled(exc)
+    if ended is not None:
+        say(ended.message)
+        sys.exit(ended.code)
 
 
 HELD = frozenset({signal.SIGINT, signal.SIGTERM})
