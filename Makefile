@@ -28,16 +28,20 @@ demo: venv
 	$(BIN)/clustersmith explain $(OUT)/$$(basename $(SPEC) .yaml) acceptance.storage.read_throughput
 
 # The unit tier runs on two workers; the lab tier in one process (one lab, its tests in MODULE_ORDER), listing
-# its slowest tests for the CI budget.
+# its slowest tests for the CI budget. `make test` is lint, test-unit and test-lab, in that order; .ci/run calls
+# those parts one by one to time each (tests/unit/test_ci_run.py holds the two to the same commands).
+UNIT_TIER = $(BIN)/pytest -q -n 2 tests -m "not lab"
+LAB_TIER  = $(BIN)/pytest -q --durations=30 -m lab $(LAB_TESTS)
+
 test: venv lint
-	$(BIN)/pytest -q -n 2 tests -m "not lab"
-	$(BIN)/pytest -q --durations=30 -m lab $(LAB_TESTS)
+	$(UNIT_TIER)
+	$(LAB_TIER)
 
 test-unit: venv
-	$(BIN)/pytest -q -n 2 tests -m "not lab"
+	$(UNIT_TIER)
 
 test-lab: venv
-	$(BIN)/pytest -q -m lab $(LAB_TESTS)
+	$(LAB_TIER)
 
 # Every role's molecule scenario on one booted lab (one role alone: see tests/roles/shared_lab/README.md).
 test-molecule: venv
