@@ -1,9 +1,12 @@
 """Rules: one function per acceptance check id, turning a results folder into a ``Measurement``.
 
-Each module registers its rules with ``@rule("<check id>")``; ``evaluate`` runs the rule of every check
-the Blueprint plans. A planned check without a rule is a setup error, so a new check cannot pass unseen.
-Every rule gets what the Blueprint plans (``validators.coverage.Planned``) and states the coverage of what it
-judged, so a result that leaves out a planned host, rank or path cannot pass.
+Each module registers its rules with ``@rule("<check id>", measures=..., passes=..., setup_error=...)``;
+``evaluate`` runs the rule of every check the Blueprint plans. The three texts say, next to the code they describe,
+what the check measures, what passes beside the planner's comparison, and what is a setup error: the check
+catalogue at the top of validators/README.md is generated from them (``python -m validators.catalogue``). A
+planned check without a rule is a setup error, so a new check cannot pass unseen. Every rule gets what the
+Blueprint plans (``validators.coverage.Planned``) and states the coverage of what it judged, so a result that leaves
+out a planned host, rank or path cannot pass.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
+from typing import NamedTuple
 
 from blueprints.blueprint import Check
 from validators.coverage import Planned
@@ -18,21 +22,44 @@ from validators.outcome import Measurement
 from validators.results import Results
 
 Rule = Callable[[Check, Results, Planned], Measurement]
+
+
+class RuleDoc(NamedTuple):
+    """A rule's own account of its check, for the catalogue: the planner says the tool, the comparison, the unit and
+    the spec fields; the rule says these."""
+
+    measures: str  # what the value is and how it is taken from the tool's output
+    passes: str  # where the threshold comes from and what else must hold, beside the planner's comparison
+    setup_error: str  # which missing output, coverage gap or tool error makes it a setup error
+
+
 _RULES: dict[str, Rule] = {}
+_DOCS: dict[str, RuleDoc] = {}
 
 
-def rule(check_id: str) -> Callable[[Rule], Rule]:
+def rule(check_id: str, *, measures: str, passes: str, setup_error: str) -> Callable[[Rule], Rule]:
     def register(fn: Rule) -> Rule:
         _RULES[check_id] = fn
+        _DOCS[check_id] = RuleDoc(measures=measures, passes=passes, setup_error=setup_error)
         return fn
 
     return register
 
 
-def rules() -> dict[str, Rule]:
+def _load() -> None:
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
+
+
+def rules() -> dict[str, Rule]:
+    _load()
     return dict(_RULES)
+
+
+def rule_docs() -> dict[str, RuleDoc]:
+    """Every registered rule's catalogue texts, by check id."""
+    _load()
+    return dict(_DOCS)
 
 
 def missing(what: str, where: str) -> Measurement:

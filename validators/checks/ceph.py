@@ -75,7 +75,18 @@ def judge_pools(ceph: CephPlan, pools: tuple[PoolState, ...]) -> tuple[list[str]
     return violations, notes
 
 
-@rule("storage.ceph_health")
+@rule("storage.ceph_health",
+      measures="the Ceph cluster in its own words against the Blueprint's Ceph plan: `ceph status`, `ceph osd tree` "
+               "and `ceph osd pool ls detail` (`-f json`), read on the first monitor host (`args.monitor`); 1 when "
+               "every condition holds; coverage: 1 of 1 clusters",
+      passes="1, given HEALTH_OK with no health check muted, every PG active+clean, the planned OSD count all up "
+             "and in (each OSD down or out named with its CRUSH host), each planned OSD host holding its tier's "
+             "OSDs of its device class and no other CRUSH host any, every planned pool with its type, size, "
+             "min_size, pg_num, autoscale mode, EC profile and (EC data pools) `ec_overwrites`; any departure is a "
+             "violation. Not applicable where the Blueprint plans no Ceph",
+      setup_error="a ceph call that did not run, exited non-zero, timed out or printed what its parser refuses (the "
+                  "runner names the host, the command and the CLI's last stderr line), or a monitor host missing "
+                  "from the inventory; no `ceph/status.json`, `ceph/osd-pool-ls-detail.json` or `ceph/osd-tree.json`")
 def ceph_health(check: Check, results: Results, planned: Planned) -> Measurement:
     ceph = planned.ceph
     if ceph is None:

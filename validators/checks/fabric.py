@@ -19,7 +19,17 @@ from validators.qos_layers import LayerQos, compare
 from validators.results import Results
 
 
-@rule("nvmeof.paths")
+@rule("nvmeof.paths",
+      measures="live NVMe-oF paths per planned subsystem on each host that attaches one (`nvme list-subsys -o json`, "
+               "after the settle windows `args.settle_s` and `args.reset_extra_s`): live paths on distinct target "
+               "addresses, one per rail; the fewest of any subsystem counts. Also each subsystem's I/O policy and "
+               "the host NQN each host connects as",
+      passes="the planner's paths per subsystem (one per storage rail); besides, every subsystem's I/O policy as "
+             "planned (`args.iopolicy`), each host connected as the host NQN the Blueprint assigns it, and a "
+             "fabrics subsystem on every listed host; a planned path that is down is a miss naming it (reported "
+             "degraded), not a coverage gap",
+      setup_error="a host where nvme could not run (the runner's record); no `nvme/<host>.json`; a planned host or "
+                  "subsystem (by NQN) missing, one the Blueprint does not name, or one reported twice")
 def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measurement:
     """Every fabrics subsystem on every client: live paths (one per rail) and the planned I/O policy."""
     hosts_planned = list(planned.subsystems)
@@ -81,7 +91,15 @@ def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measuremen
                        coverage=coverage)
 
 
-@rule("qos.consistency")
+@rule("qos.consistency",
+      measures="every QoS layer a GPU node states (`NCCL_IB_TC` in `/etc/nccl.conf`, `--tos` in "
+               "`/etc/nvme/discovery.conf`, the RDMA CM default ToS in configfs) against the plan's DSCP and RoCE "
+               "priority; 1 on a node where all agree",
+      passes="1 on every GPU node: every layer it states carries the plan's DSCP and priority (`args.dscp`, "
+             "`args.priority`, from the QoS plan), and at least one layer states a marking; each disagreement is a "
+             "violation naming both layers and values",
+      setup_error="a host the runner could not read (its record); no `qos/<host>/` folder at all; a GPU node without "
+                  "its folder, or a host the Blueprint does not name")
 def qos_consistency(check: Check, results: Results, planned: Planned) -> Measurement:
     """Every layer a host states (NCCL, NVMe-oF, RDMA CM) against the plan's DSCP and priority."""
     failed = setup_failure(results.setup_errors(check.id))

@@ -16,7 +16,13 @@ from validators.outcome import Detail, Measurement
 from validators.results import Results
 
 
-@rule("monitoring.targets_up")
+@rule("monitoring.targets_up",
+      measures="the share of Prometheus's active scrape targets that are up (`GET /api/v1/targets`, asked from the "
+               "monitoring host over HTTPS against the cluster CA with basic auth), each target as `job instance`",
+      passes="1, every target up (a fixed bar), held against every target the Blueprint plans",
+      setup_error="no `prometheus/targets.json` (Prometheus not reached, or no `clustersmith_secrets_file` for its "
+                  "password: the runner's record); Prometheus with no active target; a planned target missing, one "
+                  "the Blueprint does not plan, or one listed twice")
 def targets_up(check: Check, results: Results, planned: Planned) -> Measurement:
     found = one_file(check, results, "Prometheus targets", "prometheus", "targets.json")
     if isinstance(found, Measurement):
@@ -35,7 +41,15 @@ def targets_up(check: Check, results: Results, planned: Planned) -> Measurement:
                        notes=(f"down: {', '.join(down)}",) if down else ())
 
 
-@rule("cache.hit_ratio")
+@rule("cache.hit_ratio",
+      measures="the dm-cache read hit ratio of each GPU node over the fio workloads' window: the Blueprint's "
+               "monitoring query `cache.read_hit_ratio` (read hits / (hits + misses)) asked of Prometheus at the end "
+               "of the last workload, one series per node (its `instance` label); the lowest node counts",
+      passes="the planner's cache hit-ratio floor (its formula is in `plan.yaml`)",
+      setup_error="no `prometheus/cache_hit_ratio.json` (or the runner's record that Prometheus was not asked); no "
+                  "series at all; a host storage_tiering puts a cache on (`cache-hosts.json`) without a series, or "
+                  "whose cache saw no read in the window; a GPU node missing, or an instance the Blueprint does not "
+                  "name")
 def cache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measurement:
     """The plan's hit ratio query (``check.args["query"]``), counted over the fio workloads' window, per client."""
     found = one_file(check, results, "answer to the cache hit ratio query", "prometheus", "cache_hit_ratio.json")

@@ -139,7 +139,20 @@ def _gpu_gate(check: Check, results: Results, planned: Planned) -> Measurement |
     return judge_preflight(check, read_preflight(results.json_file(path), str(path)))
 
 
-@rule("nccl.allreduce_busbw")
+@rule("nccl.allreduce_busbw",
+      measures="nccl-tests `all_reduce_perf` over every GPU node at once, one rank per GPU, `-b minbytes -e maxbytes "
+               "-f 2`: the lowest out-of-place busbw at sizes >= `minbytes` (never the footer's whole-sweep average), "
+               "the lowest of every run; the plan's other collectives (`args.tests`) are judged for errors and "
+               "completeness, their busbw shown",
+      passes="the planner's figure: compute rails x rail speed x the catalog's busbw per NIC (46 GB/s per 400G NIC, "
+             "nccl-tests#290); besides, every node must hold its planned GPUs (the pre-flight), and NCCL's debug "
+             "log must show the planned transport (`args.transport`, never NET/Socket) and a communicator of the "
+             "planned ranks on the planned nodes; `#wrong` or out-of-bounds values fail. Not applicable where the "
+             "Blueprint's GPUs are emulated (the lab: the runner proves the MPI launch instead)",
+      setup_error="no host ran it (the runner's record, a failed launch proof in the lab included) or the GPU "
+                  "pre-flight matched no host; no `nccl/<name>.txt` or `.json`; a sweep that stops short of "
+                  "`maxbytes` or has no footer; no `all_reduce_perf` run among the logs; a run with fewer ranks or "
+                  "nodes than planned (its device report, else NCCL's INFO lines)")
 def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measurement:
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
@@ -226,7 +239,16 @@ def _worst(coverage: list[Coverage], planned: Planned) -> tuple[Coverage, ...]:
     return tuple(out)
 
 
-@rule("rdma.write_bw")
+@rule("rdma.write_bw",
+      measures="`ib_write_bw` average bandwidth (64 KiB messages, 2 QPs, 10 s), read on the client side of each "
+               "pair: every GPU node on every compute rail (rail i against another GPU node's rail i) and on every "
+               "storage NIC (against a storage target's NIC); the slowest measurement counts",
+      passes="the planner's line-rate share: the catalog NIC's RDMA pass fraction of the compute rail speed (the NGC "
+             "multinode pass mark); a pair that perftest reports failed fails the check (each failed pair is "
+             "measured once more first)",
+      setup_error="a pair the runner could not run (its record); no client output in "
+                  "`ib_write_bw/rail<i>/<client>@<server>.txt`; a GPU node missing on a compute rail or storage NIC, "
+                  "a host the Blueprint does not name, or one measured twice (server output is noted, never counted)")
 def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
     """Every GPU node on both fabrics: ``ib_write_bw/rail<i>/<client>@<server>.txt``, the client side of one pair.
 

@@ -102,17 +102,50 @@ def _throughput(check: Check, results: Results, planned: Planned, direction: Dir
                        coverage=(coverage,), failed_runs=_failures(found))
 
 
-@rule("storage.read_throughput")
+# What every fio rule takes for a setup error (``_workload``, ``_coverage``), before its own.
+FIO_SETUP_ERROR = ("a GPU node where fio did not run (the runner's record: unreachable, no fio, or fio ended non-zero "
+                   "with no job error: killed, timed out); no `fio/{workload}/<host>.json`; a time_based report that "
+                   "measured under 95 % of its runtime with no job error (cut short); a planned GPU node without a "
+                   "report, a host the Blueprint does not name, or one reported twice")
+
+
+def fio_setup_error(workload: str, *own: str) -> str:
+    """The setup errors of a rule on ``workload``'s reports: every fio rule's, then the rule's own."""
+    return "; ".join((FIO_SETUP_ERROR.format(workload=workload), *own))
+
+
+FIO_JOB_ERROR = "any fio job that ended with an error (I/O error, verify mismatch) fails the check"
+
+
+@rule("storage.read_throughput",
+      measures="aggregate sequential read throughput: fio's read `bw_bytes` of the `seq_read` workload (1M blocks, "
+               "iodepth 32, one job per GPU) summed over every GPU node, all running at once on the shared file "
+               "system, so it measures the storage system, not one client",
+      passes=f"the spec's read throughput; {FIO_JOB_ERROR}",
+      setup_error=fio_setup_error("seq_read", "a report with no `read` section (`unified_rw_reporting=mixed`)",
+                                  "a planned unit that is not a rate"))
 def read_throughput(check: Check, results: Results, planned: Planned) -> Measurement:
     return _throughput(check, results, planned, "read")
 
 
-@rule("storage.write_throughput")
+@rule("storage.write_throughput",
+      measures="aggregate sequential write throughput: fio's write `bw_bytes` of the `seq_write` workload (1M blocks, "
+               "iodepth 32, one job per GPU) summed over every GPU node, all running at once on the shared file system",
+      passes=f"the spec's write throughput (planned only where the spec gives one); {FIO_JOB_ERROR}",
+      setup_error=fio_setup_error("seq_write", "a report with no `write` section (`unified_rw_reporting=mixed`)",
+                                  "a planned unit that is not a rate"))
 def write_throughput(check: Check, results: Results, planned: Planned) -> Measurement:
     return _throughput(check, results, planned, "write")
 
 
-@rule("storage.latency_p99")
+@rule("storage.latency_p99",
+      measures="p99 completion latency (clat) of the `rand_read_4k` workload (4k random reads, iodepth 1): the p99 "
+               "of every GPU node's json+ latency bins merged, else the worst node's own p99; it runs on each node's "
+               "tiered file system (its own NVMe-oF namespace behind dm-cache) where the nodes own one, else on the "
+               "shared file system",
+      passes=f"the spec's p99 latency; {FIO_JOB_ERROR}",
+      setup_error=fio_setup_error("rand_read_4k", "no read completion latency in any report (no value)",
+                                  "a planned unit that is not a duration"))
 def latency_p99(check: Check, results: Results, planned: Planned) -> Measurement:
     found = _workload(check, results, planned)
     if isinstance(found, Measurement):
@@ -143,7 +176,13 @@ def latency_p99(check: Check, results: Results, planned: Planned) -> Measurement
                        failed_runs=_failures(found))
 
 
-@rule("storage.jitter")
+@rule("storage.jitter",
+      measures="coefficient of variation (stddev / mean, in %) of the `seq_read` workload's read bandwidth summed "
+               "over every GPU node per logging interval (`bwavgtime`, the plan's `log_avg_msec`), from the "
+               "bandwidth logs; without logs, the worst job's `bw_dev / bw_mean` from fio's per-interval statistics",
+      passes=f"the spec's jitter, as a percentage; {FIO_JOB_ERROR}",
+      setup_error=fio_setup_error("seq_read", "neither bandwidth logs (`fio/seq_read/<host>_bw.<job>.log`) nor a "
+                                  "job with two or more bandwidth samples"))
 def jitter(check: Check, results: Results, planned: Planned) -> Measurement:
     found = _workload(check, results, planned)
     if isinstance(found, Measurement):
@@ -173,7 +212,13 @@ def jitter(check: Check, results: Results, planned: Planned) -> Measurement:
         "notes": ("no bandwidth logs: the worst job's bw_dev / bw_mean instead of the summed series", *host_notes)})
 
 
-@rule("storage.mixed")
+@rule("storage.mixed",
+      measures="fio jobs that ended with an error in the design's `mixed` workload (randrw 70/30, 4k-1M blocks, "
+               "data checksummed with crc32c and read back), summed over every GPU node on the shared file system; "
+               "each node's bytes moved are shown",
+      passes="no job error anywhere: a fixed bar, not a spec figure (the check is traced to the spec's read and "
+             "write throughput, the load it runs at); a verify mismatch or I/O error fails it",
+      setup_error=fio_setup_error("mixed"))
 def mixed(check: Check, results: Results, planned: Planned) -> Measurement:
     found = _workload(check, results, planned)
     if isinstance(found, Measurement):
@@ -190,7 +235,16 @@ def mixed(check: Check, results: Results, planned: Planned) -> Measurement:
                        coverage=(coverage,), failed_runs=_failures(found))
 
 
-@rule("cache.fscache_hit_ratio")
+@rule("cache.fscache_hit_ratio",
+      measures="FS-Cache read hit ratio of the `cache_read` workload's second buffered read pass of the shared mount "
+               "(the first pass fills the cache) on each GPU node: hits / (hits + misses) between the "
+               "`/proc/fs/fscache/stats` counters read before and after each pass (the counters the plan names, "
+               "`args.hits` and `args.misses`); the worst node counts",
+      passes=f"the planner's FS-Cache hit-ratio floor (its formula is in `plan.yaml`); {FIO_JOB_ERROR}",
+      setup_error=fio_setup_error("cache_read", "a node without its three counter readings "
+                                  "(`fio/cache_read/<host>.fscache.0`, `.1`, `.2`) or with counters that do not parse",
+                                  "a node whose second pass counted no FS-Cache read (the mount has no `fsc`, or "
+                                  "cachefilesd binds no cache)"))
 def fscache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measurement:
     """Per GPU node: the FS-Cache counters the plan names (args.hits, args.misses) before the first read pass and after
     each; the verdict is the worst node's hit ratio of the second pass, which the first pass filled the cache for."""
