@@ -51,7 +51,7 @@ class TlsError(Exception):
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+    return datetime.datetime.now(datetime.timezone.utc)  # datetime.UTC (3.11) is this object
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:
