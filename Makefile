@@ -47,10 +47,18 @@ test-lab: venv
 test-molecule: venv
 	$(BIN)/pytest -q -m lab tests/lab/test_role_scenarios.py
 
-# mypy is strict on blueprints/, stacks/ and validators/ (pyproject.toml).
+# mypy is strict on blueprints/, stacks/, validators/ and the roles' Python (pyproject.toml); ruff checks them all.
+# What runs on the hosts (library/, module_utils/, files/; the monitoring exporter, a script without a .py suffix,
+# named as it is) is checked for the oldest host Python the roles support (pyproject.toml's [tool.ruff]); the roles'
+# controller-side scripts (molecule/, tests/) with the rest.
+HOST_PYTHON := $(wildcard roles/*/library/*.py roles/*/module_utils/*.py roles/*/files/*.py) \
+               roles/monitoring/files/clustersmith-exporter
+ROLES_CONTROLLER_PYTHON := $(wildcard roles/*/molecule/*/*.py roles/*/tests/*.py)
+
 lint: venv
 	$(BIN)/ruff check .
-	$(BIN)/mypy blueprints validators stacks
+	$(BIN)/mypy blueprints validators stacks $(ROLES_CONTROLLER_PYTHON)
+	$(BIN)/mypy --python-version 3.10 --scripts-are-modules $(HOST_PYTHON)
 
 golden: venv
 	$(BIN)/pytest -q tests/golden --update-golden

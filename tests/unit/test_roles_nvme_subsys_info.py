@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from tests.roles.library import load
@@ -45,3 +46,15 @@ def test_sysfs_adds_policy_timers_and_the_one_multipath_head(tmp_path: Path) -> 
     assert full.iopolicy == "round-robin"
     assert full.namespaces == ("/dev/nvme0n1",), "paths (nvme0c0n1) and char devices (ng0n1) are not heads"
     assert {(p.ctrl_loss_tmo, p.reconnect_delay, p.fast_io_fail_tmo, p.kato) for p in full.paths} == {(-1, 10, -1, 5)}
+
+
+def test_sysfs_attributes_that_cannot_be_read_are_unknown_not_a_failure(tmp_path: Path) -> None:
+    """Controllers gone between list-subsys and the sysfs read (nvme_sysfs.read_attribute reads ""): their timers
+    are unknown, and the policy list-subsys showed is kept."""
+    recorded = info.parse_list_subsys((FIXTURES / "nvme-list-subsys.json").read_text())[0]
+    sub = dataclasses.replace(recorded, iopolicy="numa")  # list-subsys's IOPolicy, when it shows one
+    full = info.with_sysfs(sub, tmp_path)
+    assert full.iopolicy == "numa"
+    assert {(p.ctrl_loss_tmo, p.reconnect_delay, p.fast_io_fail_tmo, p.kato) for p in full.paths} == {
+        (None, None, None, None)}
+    assert full.namespaces == ()

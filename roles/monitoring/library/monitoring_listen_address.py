@@ -66,6 +66,7 @@ def choose(ip_addr: list[dict[str, Any]], routes: list[dict[str, Any]], cidr: st
 
 def main() -> None:
     module = AnsibleModule(argument_spec={"cidr": {"type": "str", "default": ""}}, supports_check_mode=True)
+    out: str  # run_command's stdout (AnsibleModule is untyped)
     _rc, out, _err = module.run_command(["ip", "-j", "-4", "addr", "show"], check_rc=True)
     ip_addr = json.loads(out or "[]")
     _rc, out, _err = module.run_command(["ip", "-j", "-4", "route", "show", "default"], check_rc=True)

@@ -46,7 +46,10 @@ def availability(names: list[str], policy: dict[str, dict[str, str | None]]) -> 
 def main() -> None:
     module = AnsibleModule(argument_spec={"names": {"type": "list", "elements": "str", "required": True}},
                            supports_check_mode=True)
-    names = module.params["names"]
+    names: list[str] = module.params["names"]
+    rc: int  # run_command's exit status, stdout and stderr (AnsibleModule is untyped)
+    out: str
+    err: str
     rc, out, err = module.run_command(["apt-cache", "policy", *names], environ_update={"LC_ALL": "C"})
     if rc != 0:
         module.fail_json(msg=f"apt-cache policy failed ({rc}): {err.strip()}")

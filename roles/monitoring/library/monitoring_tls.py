@@ -15,9 +15,12 @@ import datetime
 import ipaddress
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ansible.module_utils.basic import AnsibleModule
+
+if TYPE_CHECKING:  # imported where used, so that a controller without it gets the module's message
+    from cryptography import x509
 
 DOCUMENTATION = r"""
 module: monitoring_tls
@@ -48,7 +51,7 @@ class TlsError(Exception):
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+    return datetime.datetime.now(datetime.timezone.utc)  # datetime.UTC (3.11) is this object
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:
@@ -61,6 +64,14 @@ def _write(path: Path, data: bytes, mode: int) -> None:
         os.close(fd)
     os.chmod(tmp, mode)
     os.replace(tmp, path)
+
+
+def _cert_numbers(cert: x509.Certificate) -> object:
+    """The public numbers of the certificate's key, to compare with its private key's. cryptography types that key
+    as any certificate key type, some without numbers (Ed25519, X25519, ML-DSA); this module makes only P-256 keys,
+    and a certificate of a type without numbers raises AttributeError here, as it always has."""
+    public: Any = cert.public_key()
+    return public.public_numbers()
 
 
 def _key(path: Path) -> tuple[Any, bool]:
@@ -85,7 +96,7 @@ def _ca(folder: Path, cluster: str) -> tuple[Any, Any, bool]:
     crt = folder / "ca.crt"
     if crt.exists() and not made:
         cert = x509.load_pem_x509_certificate(crt.read_bytes())
-        if cert.public_key().public_numbers() != key.public_key().public_numbers():
+        if _cert_numbers(cert) != key.public_key().public_numbers():
             raise TlsError(f"{crt} does not belong to {folder / 'ca.key'}; restore the pair or remove both")
         return key, cert, False
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"clustersmith monitoring CA {cluster}")])
@@ -114,7 +125,7 @@ def _fresh(path: Path, ca: Any, key: Any, names: list[str], addresses: list[str]
         cert.verify_directly_issued_by(ca)
     except (InvalidSignature, ValueError, TypeError):  # another CA's, or another key type
         return False
-    if cert.public_key().public_numbers() != key.public_key().public_numbers():
+    if _cert_numbers(cert) != key.public_key().public_numbers():
         return False
     if cert.not_valid_after_utc - _now() < datetime.timedelta(days=RENEW_DAYS):
         return False

@@ -174,7 +174,7 @@ def main() -> None:  # pragma: no cover - exercised through Ansible in molecule
         },
         supports_check_mode=True,
     )
-    p = module.params
+    p: dict[str, Any] = module.params  # AnsibleModule is untyped: its params as the argument spec makes them
     paths = {"conf": Path(p["conf_path"]), "env": Path(p["env_path"]), "degraded": Path(p["degraded_path"]),
              "rdma_facts": Path(p["rdma_facts"])}
     try:

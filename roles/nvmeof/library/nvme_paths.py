@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ansible.module_utils.nvme_sysfs import parse_address, parse_timer
+from ansible.module_utils.nvme_sysfs import parse_address, parse_timer, read_attribute
 
 DOCUMENTATION = r"""
 module: nvme_paths
@@ -265,32 +265,25 @@ class System:
                              f"{(done.stderr or done.stdout).strip()}")
         return done.stdout
 
-    @staticmethod
-    def _read(path: Path) -> str:
-        try:
-            return path.read_text().strip()
-        except OSError:
-            return ""
-
     def controllers(self) -> list[Controller]:
         found = []
         base = self.sys / "class" / "nvme"
         for entry in sorted(base.iterdir() if base.is_dir() else []):
-            transport = self._read(entry / "transport")
+            transport = read_attribute(entry / "transport")
             if transport not in ("rdma", "tcp"):
                 continue
-            address = parse_address(self._read(entry / "address"))
+            address = parse_address(read_attribute(entry / "address"))
             found.append(Controller(
-                name=entry.name, transport=transport, nqn=self._read(entry / "subsysnqn"),
+                name=entry.name, transport=transport, nqn=read_attribute(entry / "subsysnqn"),
                 traddr=address.get("traddr", ""), trsvcid=address.get("trsvcid", ""),
-                state=self._read(entry / "state"),
-                ctrl_loss_tmo=parse_timer(self._read(entry / "ctrl_loss_tmo")),
-                reconnect_delay=parse_timer(self._read(entry / "reconnect_delay")),
-                fast_io_fail_tmo=parse_timer(self._read(entry / "fast_io_fail_tmo")),
-                kato=parse_timer(self._read(entry / "kato")),
-                hostnqn=self._read(entry / "hostnqn"),
-                dhchap_secret=self._read(entry / "dhchap_secret") if (entry / "dhchap_secret").exists() else None,
-                dhchap_ctrl_secret=(self._read(entry / "dhchap_ctrl_secret")
+                state=read_attribute(entry / "state"),
+                ctrl_loss_tmo=parse_timer(read_attribute(entry / "ctrl_loss_tmo")),
+                reconnect_delay=parse_timer(read_attribute(entry / "reconnect_delay")),
+                fast_io_fail_tmo=parse_timer(read_attribute(entry / "fast_io_fail_tmo")),
+                kato=parse_timer(read_attribute(entry / "kato")),
+                hostnqn=read_attribute(entry / "hostnqn"),
+                dhchap_secret=read_attribute(entry / "dhchap_secret") if (entry / "dhchap_secret").exists() else None,
+                dhchap_ctrl_secret=(read_attribute(entry / "dhchap_ctrl_secret")
                                     if (entry / "dhchap_ctrl_secret").exists() else None),
             ))
         return found
@@ -299,16 +292,16 @@ class System:
         found = {}
         base = self.sys / "class" / "nvme-subsystem"
         for entry in sorted(base.iterdir() if base.is_dir() else []):
-            found[self._read(entry / "subsysnqn")] = self._read(entry / "iopolicy")
+            found[read_attribute(entry / "subsysnqn")] = read_attribute(entry / "iopolicy")
         return found
 
     def multipath(self) -> str:
-        return self._read(self.sys / "module" / "nvme_core" / "parameters" / "multipath")
+        return read_attribute(self.sys / "module" / "nvme_core" / "parameters" / "multipath")
 
     def subsystem_dir(self, nqn: str) -> Path | None:
         base = self.sys / "class" / "nvme-subsystem"
         for entry in sorted(base.iterdir() if base.is_dir() else []):
-            if self._read(entry / "subsysnqn") == nqn:
+            if read_attribute(entry / "subsysnqn") == nqn:
                 return entry
         return None
 

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ansible.module_utils.nvme_sysfs import parse_address, parse_timer
+from ansible.module_utils.nvme_sysfs import parse_address, parse_timer, read_attribute
 
 DOCUMENTATION = r"""
 module: nvme_subsys_info
@@ -80,22 +80,17 @@ def parse_list_subsys(text: str) -> list[SubsystemInfo]:
 def with_sysfs(sub: SubsystemInfo, sysfs: Path) -> SubsystemInfo:
     """Fill in what list-subsys leaves out, from /sys/class/nvme-subsystem and /sys/class/nvme."""
 
-    def read(path: Path) -> str:
-        try:
-            return path.read_text().strip()
-        except OSError:
-            return ""
-
     folder = sysfs / "class" / "nvme-subsystem" / sub.name
     paths = []
     for path in sub.paths:
         ctrl = sysfs / "class" / "nvme" / path.name
         paths.append(dataclasses.replace(
-            path, ctrl_loss_tmo=parse_timer(read(ctrl / "ctrl_loss_tmo")),
-            reconnect_delay=parse_timer(read(ctrl / "reconnect_delay")),
-            fast_io_fail_tmo=parse_timer(read(ctrl / "fast_io_fail_tmo")), kato=parse_timer(read(ctrl / "kato"))))
+            path, ctrl_loss_tmo=parse_timer(read_attribute(ctrl / "ctrl_loss_tmo")),
+            reconnect_delay=parse_timer(read_attribute(ctrl / "reconnect_delay")),
+            fast_io_fail_tmo=parse_timer(read_attribute(ctrl / "fast_io_fail_tmo")),
+            kato=parse_timer(read_attribute(ctrl / "kato"))))
     namespaces = tuple(sorted(f"/dev/{p.name}" for p in folder.glob("nvme*n*") if HEAD.match(p.name)))
-    return dataclasses.replace(sub, iopolicy=read(folder / "iopolicy") or sub.iopolicy, paths=tuple(paths),
+    return dataclasses.replace(sub, iopolicy=read_attribute(folder / "iopolicy") or sub.iopolicy, paths=tuple(paths),
                                namespaces=namespaces)
 
 

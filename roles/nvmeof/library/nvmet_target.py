@@ -232,6 +232,7 @@ def parse_wanted(subsystems: list[dict[str, Any]], rails: list[dict[str, Any]], 
 
 
 def _read(path: Path) -> str:
+    # nvme_sysfs.read_attribute's twin: this module also runs alone at boot (--apply), where no module_utils exist
     try:
         return path.read_text().strip()
     except OSError:

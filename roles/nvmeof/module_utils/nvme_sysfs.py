@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+
+def read_attribute(path: Path) -> str:
+    """A sysfs attribute's text, stripped; empty when it cannot be read (absent, or its controller just went)."""
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
 
 def parse_address(text: str) -> dict[str, str]:
     """``address`` of a controller or ``Address`` of nvme list-subsys: ``traddr=...,trsvcid=...[,src_addr=...]``."""

@@ -408,7 +408,7 @@ def main() -> None:  # pragma: no cover - exercised through Ansible in molecule
         },
         supports_check_mode=True,
     )
-    p = module.params
+    p: dict[str, Any] = module.params  # AnsibleModule is untyped: its params as the argument spec makes them
     host = Host(p["sysfs_root"], module.get_bin_path(p["dcb"], required=True))
     try:
         want = Desired.from_params(p)

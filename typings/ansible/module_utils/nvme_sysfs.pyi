@@ -1,0 +1,1 @@
+../../../roles/nvmeof/module_utils/nvme_sysfs.py
