@@ -3,6 +3,7 @@ still fails the run (after printing its time)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -19,7 +20,11 @@ def make_commands(*targets: str) -> list[str]:
     """What `make` would run for ``targets`` on a machine where nothing is built yet (-B), without running it."""
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    done = subprocess.run(["make", "-n", "-B", *targets], cwd=REPO, capture_output=True, text=True, check=True)
+    # a make above this one (`make test` runs the suite) passes its flags down and makes the listing say where it
+    # enters and leaves: the listing is read as a make started by hand
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    done = subprocess.run(["make", "--no-print-directory", "-n", "-B", *targets], cwd=REPO, env=env,
+                          capture_output=True, text=True, check=True)
     return done.stdout.splitlines()
 
 
