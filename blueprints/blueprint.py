@@ -13,28 +13,24 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from blueprints import yamltext
 from blueprints.errors import ClusterSmithError, Problem
 from blueprints.fleet_plan import FleetsPlan
 from blueprints.hosts import HostGroup, HostRole, names_by_role
 from blueprints.lab_plan import LabPlan
+from blueprints.model import Frozen
 from blueprints.textsafe import one_line
 from blueprints.traced import Provenance as Provenance  # re-exported: importers take them with the models
 from blueprints.traced import Traced as Traced
 from blueprints.traced import traced as traced
 from blueprints.units import Duration, Rate, Ratio, Size
 
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 # compute -----------------------------------------------------------------------------------------
 
 
-class ComputePlan(_Frozen):
+class ComputePlan(Frozen):
     node_type: Traced[str] = Field(description="Catalog server or cloud instance type")
     accelerator: str
     gpus: int
@@ -53,7 +49,7 @@ class ComputePlan(_Frozen):
 FabricKind = Literal["roce", "infiniband", "efa"]
 
 
-class FabricPlan(_Frozen):
+class FabricPlan(Frozen):
     kind: Traced[FabricKind]
     provider_managed: bool = Field(description="True in clouds: the provider runs the switches")
     switch: str | None = Field(description="Catalog switch model")
@@ -75,7 +71,7 @@ class FabricPlan(_Frozen):
     leaf_spine_cables: int = Field(default=0, ge=0, description="Cables from each leaf to each spine")
 
 
-class StorageFabricPlan(_Frozen):
+class StorageFabricPlan(Frozen):
     """The storage fabric, sized and counted on its own: GPU nodes' storage NICs plus the storage nodes' NICs."""
 
     provider_managed: bool = Field(description="True in clouds: the managed file system's network is the provider's")
@@ -98,7 +94,7 @@ class StorageFabricPlan(_Frozen):
 # qos ---------------------------------------------------------------------------------------------
 
 
-class DcqcnPlan(_Frozen):
+class DcqcnPlan(Frozen):
     enabled: bool
     rpg_time_reset: int
     rpg_byte_reset: int
@@ -114,7 +110,7 @@ class DcqcnPlan(_Frozen):
     source: str
 
 
-class EtsPlan(_Frozen):
+class EtsPlan(Frozen):
     """Enhanced transmission selection, only where a design asks for a bandwidth split."""
 
     prio_tc: tuple[int, ...] = Field(min_length=8, max_length=8, description="Traffic class of priorities 0..7")
@@ -126,7 +122,7 @@ class EtsPlan(_Frozen):
 ECT0 = 0b10  # ECN-capable transport (0), the low two bits of the ToS byte
 
 
-class EcnThresholds(_Frozen):
+class EcnThresholds(Frozen):
     """ECN marking on the RoCE queue of the switches: absolute buffer thresholds in bytes."""
 
     min_bytes: int = Field(gt=0, description="Marking starts above this queue depth")
@@ -134,7 +130,7 @@ class EcnThresholds(_Frozen):
     source: str
 
 
-class PfcWatchdogPlan(_Frozen):
+class PfcWatchdogPlan(Frozen):
     """PFC watchdog on the switch ports with PFC: a queue paused longer than detection is drained."""
 
     detection_ms: int = Field(gt=0, description="Paused this long counts as a PFC storm")
@@ -144,7 +140,7 @@ class PfcWatchdogPlan(_Frozen):
     source: str
 
 
-class QosPlan(_Frozen):
+class QosPlan(Frozen):
     """One QoS plan every layer applies: NIC trust/PFC/ECN, NCCL's TC, NVMe-oF's ToS, RDMA-CM, the switch.
 
     Each fact is stored once: the RoCE priority and DSCP, the CNP's DSCP and priority, and the ToS byte
@@ -211,13 +207,13 @@ class QosPlan(_Frozen):
 # nccl --------------------------------------------------------------------------------------------
 
 
-class EnvVar(_Frozen):
+class EnvVar(Frozen):
     name: str
     value: str
     derived_from: Provenance
 
 
-class NcclPlan(_Frozen):
+class NcclPlan(Frozen):
     env: tuple[EnvVar, ...] = Field(description="Node-wide environment of every rank (NCCL_IB_HCA is per host)")
     degraded_env: tuple[EnvVar, ...] = Field(
         description="Job-level degraded profile (/etc/clustersmith/nccl/degraded.env): AllReduce on Ring")
@@ -233,7 +229,7 @@ class NcclPlan(_Frozen):
 # storage -----------------------------------------------------------------------------------------
 
 
-class ProtectionOption(_Frozen):
+class ProtectionOption(Frozen):
     scheme: Literal["erasure", "replica", "none"]
     data: int = Field(description="k data chunks (1 for replicas)")
     parity: int = Field(description="m parity chunks, or copies - 1 for replicas")
@@ -242,7 +238,7 @@ class ProtectionOption(_Frozen):
     min_nodes: int = Field(description="Failure domains the option needs")
 
 
-class TierPlan(_Frozen):
+class TierPlan(Frozen):
     name: Literal["local_cache", "hot", "warm", "cold"]
     media: str
     server: str = Field(description="Catalog server shape")
@@ -256,7 +252,7 @@ class TierPlan(_Frozen):
     read_latency: Duration | None = Field(default=None, description="4k read latency of the media")
 
 
-class NvmeofSubsystem(_Frozen):
+class NvmeofSubsystem(Frozen):
     """One namespace and the one host that owns it: the target lets in only the owner's host NQN, and only the
     owner builds on it (its dm-cache tier's origin, ``disks.slow``)."""
 
@@ -274,7 +270,7 @@ class NvmeofSubsystem(_Frozen):
         return f"/dev/disk/by-id/nvme-uuid.{self.uuid}"
 
 
-class NvmeofHost(_Frozen):
+class NvmeofHost(Frozen):
     """The NVMe host identity the planner gives one host that attaches subsystems (``/etc/nvme/hostnqn``, hostid)."""
 
     name: str = Field(description="Host name")
@@ -282,7 +278,7 @@ class NvmeofHost(_Frozen):
     hostid: str = Field(description="Host ID (UUID), uuid5 of the host NQN, one per NQN as the kernel requires")
 
 
-class NvmeofPlan(_Frozen):
+class NvmeofPlan(Frozen):
     transport: Literal["rdma", "tcp"]
     port: int
     host_nqn_prefix: str = Field(
@@ -318,7 +314,7 @@ class NvmeofPlan(_Frozen):
         return NvmeofHost.model_construct(name=name, nqn=nqn, hostid=str(uuid.uuid5(uuid.NAMESPACE_URL, nqn)))
 
 
-class CachePlan(_Frozen):
+class CachePlan(Frozen):
     """Block-level tiering on each client: dm-cache of the local NVMe in front of the slower tier."""
 
     mode: Traced[Literal["writethrough", "writeback"]]
@@ -333,7 +329,7 @@ class CachePlan(_Frozen):
                              "write their scratch there)")
 
 
-class ManagedFsPlan(_Frozen):
+class ManagedFsPlan(Frozen):
     """A cloud's managed parallel file system, sized from the spec; the stacks create it from these values."""
 
     service: str = Field(description="Catalog file system, e.g. fsx-lustre-persistent2-1000")
@@ -348,7 +344,7 @@ class ManagedFsPlan(_Frozen):
     max_capacity: Size | None = Field(default=None, description="Largest size the provider lists for the tier")
 
 
-class CephOsdGroup(_Frozen):
+class CephOsdGroup(Frozen):
     """The OSD hosts of one tier: one CRUSH device class, set explicitly on each of their OSDs."""
 
     tier: str
@@ -360,7 +356,7 @@ class CephOsdGroup(_Frozen):
                                                      "amplification")
 
 
-class CephEcProfile(_Frozen):
+class CephEcProfile(Frozen):
     """An erasure-code profile as `ceph osd erasure-code-profile set` takes it."""
 
     name: str
@@ -374,7 +370,7 @@ class CephEcProfile(_Frozen):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-class CephPool(_Frozen):
+class CephPool(Frozen):
     """One pool, named and set as Ceph names its settings."""
 
     name: str
@@ -394,7 +390,7 @@ class CephPool(_Frozen):
     directory: str | None = Field(default=None, description="CephFS directory whose ceph.dir.layout.pool is this pool")
 
 
-class CephDaemons(_Frozen):
+class CephDaemons(Frozen):
     monitors: Traced[int]
     managers: Traced[int]
     mds_active: Traced[int] = Field(description="max_mds")
@@ -404,7 +400,7 @@ class CephDaemons(_Frozen):
     mds_hosts: tuple[str, ...]
 
 
-class CephNetwork(_Frozen):
+class CephNetwork(Frozen):
     public_nic: Traced[int] = Field(description="Storage NIC (rail index) of every Ceph host on the public network")
     cluster_nic: Traced[int] = Field(description="Storage NIC of every Ceph host on the cluster network")
     client_rail: int = Field(description="GPU nodes' rail that reaches the public network")
@@ -414,7 +410,7 @@ class CephNetwork(_Frozen):
     lossless: bool = Field(description="True only if the QoS plan puts that DSCP on a PFC priority")
 
 
-class CephSetting(_Frozen):
+class CephSetting(Frozen):
     """One ceph.conf [global] setting the design changes from Ceph's default, and why."""
 
     name: str = Field(description="As ceph.conf spells it, e.g. osd class update on start")
@@ -422,14 +418,14 @@ class CephSetting(_Frozen):
     why: str
 
 
-class CephMount(_Frozen):
+class CephMount(Frozen):
     """How every GPU node mounts the file system (the shared_fs role): the kernel client over client_rail."""
 
     mount_point: str = Field(description="Where CephFS's root is mounted on every GPU node")
     mount_timeout: Traced[int] = Field(description="mount.ceph mount_timeout, seconds")
 
 
-class CephLabException(_Frozen):
+class CephLabException(Frozen):
     """A rule the real design keeps that the lab breaks, and why."""
 
     rule: str
@@ -437,7 +433,7 @@ class CephLabException(_Frozen):
     lab: str
 
 
-class CephPlan(_Frozen):
+class CephPlan(Frozen):
     """The Ceph cluster: daemons, OSD hosts per tier, EC profiles, pools, networks (bare metal and the lab)."""
 
     fs_name: str
@@ -460,7 +456,7 @@ StorageEngine = Literal["ceph", "managed-lustre", "external"]
 ClientFs = Literal["cephfs", "lustre", "nfs", "wekafs", "gpfs"]
 
 
-class ClientSetting(_Frozen):
+class ClientSetting(Frozen):
     """One client tuning a provider documents for its file system, applied by the shared_fs role."""
 
     kind: Literal["modprobe", "lctl"] = Field(description="modprobe: a module option (/etc/modprobe.d), before the "
@@ -475,7 +471,7 @@ class ClientSetting(_Frozen):
     per_cpu: int | None = Field(default=None, description="The value is this many times the host's CPUs")
 
 
-class FsCacheCounters(_Frozen):
+class FsCacheCounters(Frozen):
     """Which counters of the kernel's /proc/fs/fscache/stats (6.1: fs/fscache/stats.c and fs/netfs/stats.c) count a
     read served by the cache and one that was not: the hit ratio is hits / (hits + misses) over a window. Each counter
     is named by its line's label and its key, as the file prints them (``IO``, ``rd``)."""
@@ -485,7 +481,7 @@ class FsCacheCounters(_Frozen):
     why: str = Field(description="Why these counters, for this client on this kernel")
 
 
-class FsCachePlan(_Frozen):
+class FsCachePlan(Frozen):
     """FS-Cache on each GPU node's local NVMe (cachefilesd), in front of the shared file system (the ``fsc`` mount
     option): a logical volume of ``size`` in ``volume_group`` on disks.fast, ext4, mounted at ``cache_dir``."""
 
@@ -501,7 +497,7 @@ class FsCachePlan(_Frozen):
     min_hit_ratio: Traced[Ratio]
 
 
-class SharedCapability(_Frozen):
+class SharedCapability(Frozen):
     """What an external system can give the cluster: the spec's statement, or nothing stated."""
 
     read_throughput: Traced[Rate] | None = None
@@ -509,7 +505,7 @@ class SharedCapability(_Frozen):
     capacity: Traced[Size] | None = None
 
 
-class SharedFsPlan(_Frozen):
+class SharedFsPlan(Frozen):
     """The shared file system every GPU node mounts (the shared_fs role), whoever builds it."""
 
     engine: Traced[StorageEngine]
@@ -533,7 +529,7 @@ class SharedFsPlan(_Frozen):
     scratch_dir: str = Field(description="Directory acceptance writes its own files in (under mount_point)")
 
 
-class StoragePlan(_Frozen):
+class StoragePlan(Frozen):
     managed_service: str | None = Field(description="Cloud file system used instead of own servers")
     managed: ManagedFsPlan | None = Field(default=None, description="Sizing of the managed file system, in clouds")
     tiers: tuple[TierPlan, ...]
@@ -549,7 +545,7 @@ class StoragePlan(_Frozen):
 # monitoring --------------------------------------------------------------------------------------
 
 
-class ScrapeJob(_Frozen):
+class ScrapeJob(Frozen):
     name: str
     role: HostRole
     port: int
@@ -565,7 +561,7 @@ class ScrapeJob(_Frozen):
         return list(self.hosts) if self.hosts else roles.get(self.role, [])
 
 
-class ScrapeTargets(_Frozen):
+class ScrapeTargets(Frozen):
     """The hosts one scrape job reaches under one role: what one file_sd target file lists
     (``Blueprint.scrape_targets``). Every target carries the labels ``role`` and ``exporter``, and its host name as
     ``instance``."""
@@ -584,7 +580,7 @@ class ScrapeTargets(_Frozen):
 RuleGroup = Literal["storage", "fabric", "gpu", "serving", "ceph", "baseline"]
 
 
-class AlertRule(_Frozen):
+class AlertRule(Frozen):
     name: str
     summary: str
     expr: str = Field(description="PromQL; the threshold is substituted in")
@@ -599,7 +595,7 @@ class AlertRule(_Frozen):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-class RecordingRule(_Frozen):
+class RecordingRule(Frozen):
     """A series precomputed by Prometheus: a windowed rate, ratio or a historical baseline."""
 
     record: str = Field(description="Name of the recorded series (level:metric:operations)")
@@ -607,7 +603,7 @@ class RecordingRule(_Frozen):
     group: RuleGroup = Field(description="Rule group: alerts of the same group read it in the same evaluation")
 
 
-class Query(_Frozen):
+class Query(Frozen):
     """A PromQL expression the monitoring plan defines once: recording rules, alerts, dashboard panels and acceptance
     name it instead of restating it."""
 
@@ -635,7 +631,7 @@ class Query(_Frozen):
         return self.recorded or self.over()
 
 
-class TargetPanel(_Frozen):
+class TargetPanel(Frozen):
     """One spec target on the targets dashboard: what was asked, the query that measures it, which side is good."""
 
     spec: tuple[str, ...] = Field(description="Spec paths of the target")
@@ -648,7 +644,7 @@ class TargetPanel(_Frozen):
     good_below: bool = Field(description="True when values below the threshold are good")
 
 
-class MonitoringAuth(_Frozen):
+class MonitoringAuth(Frozen):
     """How every monitoring listener is reached: HTTPS with the cluster CA, basic auth with the secrets store's
     ``monitoring`` account. Paths are on the hosts; the password and its hash never enter the Blueprint."""
 
@@ -660,7 +656,7 @@ class MonitoringAuth(_Frozen):
     password_file: str = Field(description="Monitoring hosts: the password Prometheus scrapes with (0600, prometheus)")
 
 
-class MonitoringPlan(_Frozen):
+class MonitoringPlan(Frozen):
     scrape_interval: Duration
     scrape: tuple[ScrapeJob, ...]
     alerts: tuple[AlertRule, ...]
@@ -697,7 +693,7 @@ class MonitoringPlan(_Frozen):
 Tool = Literal["fio", "nccl", "ib_write_bw", "ib_read_lat", "nvme", "qos", "prometheus", "ceph"]
 
 
-class Check(_Frozen):
+class Check(Frozen):
     id: str = Field(description="Stable id, e.g. storage.read_throughput")
     tool: Tool
     metric: str = Field(description="What is measured")
@@ -717,7 +713,7 @@ ScratchFs = Literal["shared", "tier"]
 BUFFERED_WORKLOAD = "cache_read"
 
 
-class FioWorkload(_Frozen):
+class FioWorkload(Frozen):
     """One fio job run on every GPU client at once; rendered as ``acceptance/fio/<name>.fio``."""
 
     name: str = Field(description="Job name and file stem, e.g. seq_read; fio checks name it in args.workload")
@@ -750,7 +746,7 @@ class FioWorkload(_Frozen):
         return self
 
 
-class ScratchArea(_Frozen):
+class ScratchArea(Frozen):
     """Where acceptance may write without --destructive: its own files in a directory on the shared file system
     or on the node's tiered file system, or a raw namespace the plan reserves as scratch. Nothing else is written
     unless asked."""
@@ -763,7 +759,7 @@ class ScratchArea(_Frozen):
     derived_from: Provenance
 
 
-class FioFootprint(_Frozen):
+class FioFootprint(Frozen):
     """What the fio workloads' scratch files take together (every workload reuses the same files)."""
 
     files: int = Field(description="Scratch files: one per job on every GPU node")
@@ -773,7 +769,7 @@ class FioFootprint(_Frozen):
     fill_time: Traced[Duration] = Field(description="footprint / the design's write throughput")
 
 
-class AcceptancePlan(_Frozen):
+class AcceptancePlan(Frozen):
     checks: tuple[Check, ...]
     workloads: tuple[FioWorkload, ...] = Field(default=(), description="fio jobs the fio checks run")
     scratch: tuple[ScratchArea, ...] = Field(default=(), description="Where write tests may write")
@@ -797,7 +793,7 @@ class AcceptancePlan(_Frozen):
 Provider = Literal["aws", "gcp", "azure", "baremetal", "lab"]
 
 
-class TargetPlan(_Frozen):
+class TargetPlan(Frozen):
     """Where the design is built, resolved from the spec's ``target`` for the stacks and renderers.
 
     The MTU is ``fabric.mtu`` and every machine type is its host group's ``node_type`` (monitoring's too).
@@ -815,7 +811,7 @@ class TargetPlan(_Frozen):
                                   "stack creates for them; None on the lab (its VMs share no management segment)")
 
 
-class Blueprint(_Frozen):
+class Blueprint(Frozen):
     apiVersion: Literal["clustersmith/v1alpha1"] = "clustersmith/v1alpha1"
     kind: Literal["Blueprint"] = "Blueprint"
     name: str

@@ -21,9 +21,10 @@ SPEC = "blueprints.spec"
 # The modules that read the spec: the model, its loader, the planner and the commands that plan a spec.
 READS_SPEC = ("blueprints.spec", "blueprints.loader", "blueprints.planner", "blueprints.cli", "blueprints.__main__")
 # The Blueprint side of the contract: what stacks, roles' variables, renderers and validators may build on.
-DOWNSTREAM = ("blueprints.blueprint", "blueprints.hosts", "blueprints.lab_plan", "blueprints.fleet_plan",
-              "blueprints.traced", "blueprints.render", "blueprints.commands", "blueprints.rolevars",
-              "blueprints.explain", "blueprints.summary", "blueprints.summary_ceph", "stacks", "validators")
+DOWNSTREAM = ("blueprints.model", "blueprints.blueprint", "blueprints.hosts", "blueprints.lab_plan",
+              "blueprints.fleet_plan", "blueprints.traced", "blueprints.render", "blueprints.commands",
+              "blueprints.rolevars", "blueprints.explain", "blueprints.summary", "blueprints.summary_ceph",
+              "stacks", "validators")
 
 
 def _module_name(path: Path) -> str:
@@ -155,7 +156,8 @@ def test_no_import_circles() -> None:
 
 # Layers from the bottom: a module may import its own layer and those below it, never one above.
 LAYERS = (
-    ("blueprints.errors", "blueprints.units", "blueprints.hosts", "blueprints.lab_plan", "blueprints.catalog",
+    ("blueprints.model",  # the one base-model module: every model of blueprints, stacks and validators builds on it
+     "blueprints.errors", "blueprints.units", "blueprints.hosts", "blueprints.lab_plan", "blueprints.catalog",
      "blueprints.fleet_plan",  # the clouds' fleets, a part of the Blueprint in its own module like the lab plan
      "blueprints.signals",  # SIGINT/SIGTERM exit codes: the standard library only, installed before anything
      "blueprints.textsafe",  # escaping user text for the generated files' formats
