@@ -213,8 +213,19 @@ class EnvVar(Frozen):
     derived_from: Provenance
 
 
+class TrafficClassSlot(Frozen):
+    """Where the QoS plan's traffic class enters every rank's environment (the planner's rule ``nccl.tc_from_qos``).
+    Its value and provenance stay the QoS plan's ``traffic_class``, stored once there."""
+
+    at: int = Field(ge=0, description="Position in nccl.env it is inserted at")
+    rule: str = Field(description="Planner rule that put it there")
+
+
 class NcclPlan(Frozen):
     env: tuple[EnvVar, ...] = Field(description="Node-wide environment of every rank (NCCL_IB_HCA is per host)")
+    traffic_class: TrafficClassSlot | None = Field(
+        description="Where every rank's environment carries the QoS plan's traffic class (NCCL_IB_TC); None: not "
+                    "set (not RoCE, or the provider owns QoS)")
     degraded_env: tuple[EnvVar, ...] = Field(
         description="Job-level degraded profile (/etc/clustersmith/nccl/degraded.env): AllReduce on Ring")
     ib_hca_rails: Traced[tuple[int, ...]] = Field(
@@ -577,6 +588,27 @@ class ScrapeTargets(Frozen):
         return [f"{host}:{self.port}" for host in self.hosts]
 
 
+class ScrapeSet(Frozen):
+    """One file_sd target file as the planner decided it, by host role rather than host by host (a 100,000-GPU
+    plan has 12,500 hosts): the hosts of ``role`` (or the listed ``hosts``), less those an earlier set of the same
+    job already scrapes. :meth:`targets` names its hosts."""
+
+    job: str
+    role: HostRole
+    exporter: str
+    port: int
+    hosts: tuple[str, ...] = Field(default=(), description="Only these hosts; empty: every host of the role")
+    skip: tuple[str, ...] = Field(default=(), description="Hosts an earlier set of the job scrapes already (a host "
+                                                          "is scraped once per job, under the first role listed)")
+
+    def targets(self, roles: Mapping[HostRole, list[str]]) -> ScrapeTargets:
+        """Its hosts by name, from ``Blueprint.hosts_by_role()``."""
+        skip = set(self.skip)
+        chosen = self.hosts or roles.get(self.role, [])
+        return ScrapeTargets(job=self.job, role=self.role, exporter=self.exporter, port=self.port,
+                             hosts=tuple(h for h in chosen if h not in skip))
+
+
 RuleGroup = Literal["storage", "fabric", "gpu", "serving", "ceph", "baseline"]
 
 
@@ -659,6 +691,8 @@ class MonitoringAuth(Frozen):
 class MonitoringPlan(Frozen):
     scrape_interval: Duration
     scrape: tuple[ScrapeJob, ...]
+    scrape_targets: tuple[ScrapeSet, ...] = Field(
+        description="What Prometheus scrapes, per job and role, in the plan's order (its file_sd target files)")
     alerts: tuple[AlertRule, ...]
     baseline_window: Duration = Field(description="History the dynamic thresholds are computed over")
     recording: tuple[RecordingRule, ...] = Field(default=(), description="Recording rules the alerts read")
@@ -849,19 +883,9 @@ class Blueprint(Frozen):
         return names_by_role(self.hosts)
 
     def scrape_targets(self) -> list[ScrapeTargets]:
-        """What Prometheus scrapes, per job and role, in the plan's order: a host once per job, under the first of
-        its roles the job lists (the lab's storage-1 is a storage target and the monitoring host: one node target)."""
+        """What Prometheus scrapes, per job and role (``monitoring.scrape_targets``), with its hosts by name."""
         roles = self.hosts_by_role()
-        seen: dict[str, set[str]] = {}
-        found: list[ScrapeTargets] = []
-        for job in self.monitoring.scrape:
-            done = seen.setdefault(job.name, set())
-            hosts = tuple(h for h in job.scraped(roles) if h not in done)
-            done.update(hosts)
-            if hosts:
-                found.append(ScrapeTargets(job=job.name, role=job.role, exporter=job.exporter, port=job.port,
-                                           hosts=hosts))
-        return found
+        return [s.targets(roles) for s in self.monitoring.scrape_targets]
 
     def nvmeof_allowed_hosts(self, subsystem: NvmeofSubsystem) -> list[str]:
         """The hosts a subsystem's target lets in: its owner, nothing else."""
@@ -880,15 +904,13 @@ class Blueprint(Frozen):
         return [plan.host(n) for n in self.nvmeof_owned()] if plan else []
 
     def nccl_environment(self) -> tuple[EnvVar, ...]:
-        """What every rank's environment holds: ``nccl.env`` and, on a RoCE fabric whose QoS the cluster runs,
-        NCCL_IB_TC from the QoS plan. Where the provider owns QoS (GCP's RoCE VPC, whose gIB setup carries its own
-        traffic class) the plan's ToS means nothing to the fabric, so it is not set."""
+        """What every rank's environment holds: ``nccl.env`` and, where the planner put it (``nccl.traffic_class``),
+        NCCL_IB_TC: the QoS plan's traffic class, with its provenance."""
         env = list(self.nccl.env)
-        if self.fabric.kind.value == "roce" and self.qos.applies:
+        if (slot := self.nccl.traffic_class) is not None:
             tc = self.qos.traffic_class
-            at = max((i + 1 for i, v in enumerate(env) if v.name.startswith("NCCL_IB_")), default=len(env))
-            env.insert(at, EnvVar(name="NCCL_IB_TC", value=str(tc.value), derived_from=Provenance(
-                spec=tc.derived_from.spec, rule="nccl.tc_from_qos", formula=tc.derived_from.formula)))
+            env.insert(slot.at, EnvVar(name="NCCL_IB_TC", value=str(tc.value), derived_from=Provenance(
+                spec=tc.derived_from.spec, rule=slot.rule, formula=tc.derived_from.formula)))
         return tuple(env)
 
 
