@@ -102,6 +102,19 @@ def test_the_graph_is_read() -> None:
     assert "stacks.model" in GRAPH["stacks.aws"]
 
 
+# The Blueprint package: the root model in blueprints.blueprint, one module per noun below it (the layer of
+# blueprints.blueprint covers them all, and every one is downstream-importable like the root).
+BLUEPRINT_NOUNS = tuple(f"blueprints.blueprint.{n}" for n in (
+    "compute", "fabric", "qos", "nccl", "storage", "ceph", "shared_fs", "monitoring", "acceptance", "target"))
+
+
+def test_the_blueprint_is_a_root_over_one_module_per_noun() -> None:
+    assert sorted(m for m in MODULES if m.startswith("blueprints.blueprint.")) == sorted(BLUEPRINT_NOUNS)
+    assert GRAPH["blueprints.blueprint"] >= set(BLUEPRINT_NOUNS)
+    assert [m for m in BLUEPRINT_NOUNS if "blueprints.blueprint" in GRAPH[m]] == []  # a noun never imports the root
+    assert "blueprints.model" in GRAPH["blueprints.blueprint.compute"]
+
+
 ENTRY_POINTS = ("stacks.__main__", "validators.__main__")  # `python -m stacks`: the whole CLI, by design
 
 
