@@ -11,19 +11,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from blueprints.hosts import HostRole, host_names
+from blueprints.model import Frozen
 from blueprints.traced import Traced
 
 FleetKind = Literal["aws-autoscaling-group", "gcp-managed-instance-group", "azure-scale-set-flexible"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Fleet(_Frozen):
+class Fleet(Frozen):
     """One fleet resource and the host names its instances take."""
 
     name: str = Field(description="Fleet name, also its resource's name and clustersmith:fleet tag, e.g. gpu-fleet-1")
@@ -44,7 +41,7 @@ class Fleet(_Frozen):
         return self.first + self.size - 1
 
 
-class CapacityPlan(_Frozen):
+class CapacityPlan(Frozen):
     """Where the fleets' capacity comes from: on-demand, or a reservation the spec names."""
 
     source: Traced[Literal["on-demand", "reservation", "capacity-block"]]
@@ -52,7 +49,7 @@ class CapacityPlan(_Frozen):
                                                               "reservation name the instances launch into")
 
 
-class FleetsPlan(_Frozen):
+class FleetsPlan(Frozen):
     kind: FleetKind = Field(description="The provider resource each fleet is")
     max_size: Traced[int] | None = Field(description="Most instances one fleet may hold; None: no limit below the "
                                                      "account's quota")

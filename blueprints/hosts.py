@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from blueprints.model import Frozen
 
 HostRole = Literal["storage_target", "gpu_client", "monitoring"]
 InventoryGroup = Literal["storage_targets", "gpu_clients", "monitoring"]
@@ -29,11 +31,7 @@ def host_names(name_prefix: str, first: int, count: int) -> list[str]:
     return [f"{name_prefix}{n}" for n in range(first, first + count)]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DiskPlan(_Frozen):
+class DiskPlan(Frozen):
     """A block device every host of a group owns; the inventory names the real device (``disks.<name>``)."""
 
     name: str = Field(pattern=r"^(fast|slow|nvmeof|osd[0-9]+)$",
@@ -44,7 +42,7 @@ class DiskPlan(_Frozen):
                                                      "namespace, by its UUID): the inventory writes it, per host")
 
 
-class HostGroup(_Frozen):
+class HostGroup(Frozen):
     role: HostRole
     count: int = Field(ge=0, description="Hosts in the group")
     name_prefix: str = Field(description="Host n (from 1) is named <name_prefix><n>")
@@ -67,7 +65,7 @@ class HostGroup(_Frozen):
         return host_names(self.name_prefix, 1, self.count)
 
 
-class Host(_Frozen):
+class Host(Frozen):
     """One planned machine, expanded from its group."""
 
     name: str = Field(description="Host name, also its inventory and Prometheus instance name, e.g. gpu-1")

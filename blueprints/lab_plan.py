@@ -8,17 +8,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from blueprints.hosts import HostRole
+from blueprints.model import Frozen
 from blueprints.traced import Traced
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LabDisk(_Frozen):
+class LabDisk(Frozen):
     name: str = Field(
         pattern=r"^(fast|nvmeof|osd[0-9]+)$",
         description="fast: the NVMe-like cache device; nvmeof: the device a target carves into namespaces; osdN: a "
@@ -27,14 +24,14 @@ class LabDisk(_Frozen):
     size_bytes: int = Field(gt=0, description="Size of the sparse disk image in bytes")
 
 
-class LabRail(_Frozen):
+class LabRail(Frozen):
     index: int = Field(ge=0, description="Rail number, 0-based")
     name: str = Field(description="Rail name used in inventories, e.g. rail0")
     subnet: str = Field(description="Private IPv4 /24 of this rail, only the lab's VMs are on it")
     mtu: int = Field(description="MTU set on the rail NICs")
 
 
-class LabHost(_Frozen):
+class LabHost(Frozen):
     name: str = Field(description="VM host name, e.g. storage-1 or client-1")
     role: HostRole = Field(description="What the host does in the cluster")
     memory_mib: int = Field(ge=512, description="Guest memory in MiB (the root file system lives in it)")
@@ -48,7 +45,7 @@ class LabHost(_Frozen):
 LabKernelName = Literal["bookworm", "bookworm-backports"]
 
 
-class LabKernel(_Frozen):
+class LabKernel(Frozen):
     name: LabKernelName = Field(description="Which Debian kernel the lab boots, as the spec names it")
     apt_suite: str = Field(description="Debian suite whose linux-image-amd64 names the kernel package, e.g. "
                                        "bookworm-backports")
@@ -59,14 +56,14 @@ class LabKernel(_Frozen):
     nvme_auth: bool = Field(description="Built with CONFIG_NVME_HOST_AUTH and CONFIG_NVME_TARGET_AUTH (DH-CHAP)")
 
 
-class LabImage(_Frozen):
+class LabImage(Frozen):
     suite: str = Field(description="Debian suite the root file system is bootstrapped from")
     packages: tuple[str, ...] = Field(description="Debian packages installed into the image")
     kernel_modules: tuple[str, ...] = Field(description="Kernel modules copied from the Debian kernel package")
     kernel: Traced[LabKernel] = Field(description="The kernel the VMs boot and what it can do")
 
 
-class LabPlan(_Frozen):
+class LabPlan(Frozen):
     hosts: tuple[LabHost, ...] = Field(description="The VMs, storage targets first")
     rails: tuple[LabRail, ...] = Field(description="Private L2 segments, one NIC per VM on each")
     image: LabImage = Field(description="What the shared guest image holds")

@@ -30,10 +30,11 @@ from typing import Literal
 
 import bcrypt
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from blueprints.blueprint import Blueprint
 from blueprints.errors import ClusterSmithError, Problem
+from blueprints.model import Strict
 
 DIR_ENV = "CLUSTERSMITH_SECRETS_DIR"
 HEADER_MARK = "# Written by clustersmith for cluster "
@@ -45,10 +46,6 @@ _DHCHAP = re.compile(r"^DHHC-1:0[0-3]:([A-Za-z0-9+/]+={0,2}):$")
 CEPHX_AES = 1  # CEPH_CRYPTO_AES, the only key type cephx uses (src/include/ceph_fs.h)
 CEPHX_SECRET_BYTES = 16  # AES-128, what ceph-authtool --gen-key makes
 _OPTION = "--secrets"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def _each(entries: dict[str, str], check: Callable[[str], str]) -> dict[str, str]:
@@ -75,7 +72,7 @@ def _check_dhchap(value: str) -> str:
     return value
 
 
-class DhchapSecrets(_Strict):
+class DhchapSecrets(Strict):
     hosts: dict[str, str] = Field(default_factory=dict, description="Host name -> its DH-CHAP secret")
     controllers: dict[str, str] = Field(
         default_factory=dict, description="Storage target name -> its controller's secret (bidirectional auth)")
@@ -86,7 +83,7 @@ class DhchapSecrets(_Strict):
         return _each(value, _check_dhchap)
 
 
-class MonitoringSecrets(_Strict):
+class MonitoringSecrets(Strict):
     username: str = Field(min_length=1, description="Basic-auth user of Prometheus, Alertmanager and the exporters")
     password: str = Field(min_length=16, description="Its password (random, URL-safe)")
     password_bcrypt: str = Field(pattern=r"^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$",
@@ -108,7 +105,7 @@ def _check_cephx(value: str) -> str:
     return value
 
 
-class CephSecrets(_Strict):
+class CephSecrets(Strict):
     fsid: uuid.UUID = Field(description="The Ceph cluster's fsid, made once and kept")
     keys: dict[str, str] = Field(default_factory=dict, description="cephx entity (mon., client.admin, mgr.<host>, "
                                  "...) -> its key")
@@ -119,7 +116,7 @@ class CephSecrets(_Strict):
         return _each(value, _check_cephx)
 
 
-class ClusterSecrets(_Strict):
+class ClusterSecrets(Strict):
     kind: Literal["ClusterSecrets"]
     cluster: str
     nvme_dhchap: DhchapSecrets

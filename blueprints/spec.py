@@ -12,8 +12,9 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from blueprints.model import Strict
 from blueprints.units import Bound, Duration, Rate, Ratio, Size, lower, upper
 
 API_VERSION = "clustersmith/v1alpha1"
@@ -30,11 +31,7 @@ class RuleError(ValueError):
         self.field = field
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Metadata(_Strict):
+class Metadata(Strict):
     name: str = Field(
         pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
         description="Design name: lower-case letters, digits and dashes; names the output folder",
@@ -42,7 +39,7 @@ class Metadata(_Strict):
     description: str = Field(default="", description="Free text for humans")
 
 
-class Business(_Strict):
+class Business(Strict):
     type: Literal["training", "inference", "mixed"] = Field(description="What the cluster runs")
     domain: Literal["cv", "llm", "recsys"] = Field(description="Model family; shapes I/O and NCCL choices")
     description: str = Field(default="", description="Free text for humans")
@@ -52,7 +49,7 @@ class Business(_Strict):
     )
 
 
-class Compute(_Strict):
+class Compute(Strict):
     accelerator: Accelerator = Field(description="GPU model")
     gpus: int = Field(gt=0, le=1_000_000, description="Total GPUs in the cluster")
     instance_type: str | None = Field(
@@ -60,7 +57,7 @@ class Compute(_Strict):
     )
 
 
-class Data(_Strict):
+class Data(Strict):
     training_set: Size = Field(description="Training data set size, e.g. 500TB")
     validation_set: Size = Field(default=Size.of(0), description="Validation data set size, e.g. 50TB")
     hot_fraction: Ratio = Field(description="Share of the training set read every epoch at full speed, e.g. 20%")
@@ -79,7 +76,7 @@ class Data(_Strict):
         return self
 
 
-class StorageTargets(_Strict):
+class StorageTargets(Strict):
     read_throughput: Annotated[Bound, lower(Rate)] = Field(description="Aggregate read throughput, e.g. >=500GB/s")
     write_throughput: Annotated[Bound, lower(Rate)] | None = Field(
         default=None, description="Aggregate write throughput (checkpoints), e.g. >=100GB/s"
@@ -90,18 +87,18 @@ class StorageTargets(_Strict):
     )
 
 
-class NetworkTargets(_Strict):
+class NetworkTargets(Strict):
     comm_share: Ratio = Field(
         default=Ratio.parse("30%"), description="Share of a training step spent in collectives, e.g. 40%"
     )
 
 
-class ServingTargets(_Strict):
+class ServingTargets(Strict):
     p99_latency: Annotated[Bound, upper(Duration)] = Field(description="Serving p99 latency, e.g. <50ms")
     qps_per_gpu: int = Field(gt=0, le=10_000_000, description="Sustained queries per second per GPU")
 
 
-class Performance(_Strict):
+class Performance(Strict):
     storage: StorageTargets = Field(description="Storage data-path targets")
     network: NetworkTargets = Field(default_factory=NetworkTargets, description="Fabric targets")
     serving: ServingTargets | None = Field(default=None, description="Only for business.type inference or mixed")
@@ -139,7 +136,7 @@ CLOUD_NETWORK = ("Management network (IPv4 CIDR): the network the stack creates 
                  "in it and the monitoring ports are opened to it only. Default: the stack's own, see `plan`")
 
 
-class AwsTarget(_Strict):
+class AwsTarget(Strict):
     provider: Literal["aws"] = Field(description="Amazon Web Services")
     region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1")
     availability_zone: str | None = Field(default=None, description="Zone for the placement group, e.g. us-east-1a")
@@ -162,7 +159,7 @@ class AwsTarget(_Strict):
         return self
 
 
-class GcpTarget(_Strict):
+class GcpTarget(Strict):
     provider: Literal["gcp"] = Field(description="Google Cloud")
     region: str = Field(pattern=r"^[a-z]+-[a-z]+\d$", description="GCP region, e.g. us-central1")
     zone: str | None = Field(default=None, description="GCP zone, e.g. us-central1-a")
@@ -180,7 +177,7 @@ class GcpTarget(_Strict):
         return self
 
 
-class AzureTarget(_Strict):
+class AzureTarget(Strict):
     provider: Literal["azure"] = Field(description="Microsoft Azure")
     region: str = Field(pattern=r"^[a-z0-9]+$", description="Azure region, e.g. eastus")
     management_network: str | None = Field(default=None, description=CLOUD_NETWORK)
@@ -192,7 +189,7 @@ class AzureTarget(_Strict):
         return self
 
 
-class BaremetalTarget(_Strict):
+class BaremetalTarget(Strict):
     provider: Literal["baremetal"] = Field(description="Your own racks")
     fabric: Literal["roce", "infiniband"] = Field(default="roce", description="Compute and storage fabric")
     machines: Literal["static", "maas", "equinix"] = Field(
@@ -211,7 +208,7 @@ class BaremetalTarget(_Strict):
         return self
 
 
-class LabTarget(_Strict):
+class LabTarget(Strict):
     provider: Literal["lab"] = Field(description="The local QEMU lab: real kernels, emulated throughput")
     clients: int = Field(default=2, ge=1, le=4, description="GPU-client VMs (no GPU inside)")
     storage_targets: int = Field(default=1, ge=1, le=2, description="Storage-target VMs")
@@ -306,7 +303,7 @@ def source_problem(kind: ExternalType, source: str) -> str | None:
     return None
 
 
-class StorageCapability(_Strict):
+class StorageCapability(Strict):
     """What the user's system can give this cluster, as its owner states it. The planner checks it against
     ``performance.storage`` and ``data``; acceptance measures the system either way."""
 
@@ -317,7 +314,7 @@ class StorageCapability(_Strict):
                                                             "writes at most half of it")
 
 
-class ExternalStorage(_Strict):
+class ExternalStorage(Strict):
     """A shared file system the user already runs; every GPU node mounts it, clustersmith builds nothing of it."""
 
     type: ExternalType = Field(description="nfs, lustre, weka, vast (NFS with VAST's client options) or gpfs "
@@ -372,7 +369,7 @@ class ExternalStorage(_Strict):
         return self.mount_point or f"/mnt/{self.type}"
 
 
-class StorageSpec(_Strict):
+class StorageSpec(Strict):
     """Where the data lives. Omit it for the engine clustersmith builds on the target."""
 
     external: ExternalStorage | None = Field(default=None, description="A shared file system you already run: "
@@ -384,7 +381,7 @@ Target = Annotated[
 ]
 
 
-class Requirements(_Strict):
+class Requirements(Strict):
     """A requirement spec: what the cluster is for, how much data, which targets, where to build."""
 
     apiVersion: Literal["clustersmith/v1alpha1"] = Field(description="Schema version")

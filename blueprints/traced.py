@@ -8,22 +8,20 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from blueprints.model import Frozen
 
 T = TypeVar("T")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Provenance(_Frozen):
+class Provenance(Frozen):
     spec: tuple[str, ...] = Field(description="Spec paths the value was derived from")
     rule: str = Field(description="Planner rule that derived it")
     formula: str = Field(default="", description="The arithmetic, with the numbers used")
 
 
-class Traced(_Frozen, Generic[T]):
+class Traced(Frozen, Generic[T]):
     value: T
     derived_from: Provenance
 

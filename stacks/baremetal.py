@@ -19,9 +19,10 @@ from typing import Any
 
 import pulumi
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from blueprints.blueprint import Blueprint
+from blueprints.model import Frozen
 from stacks.component import HostOut, RailOut, nth_address, stack_outputs
 from stacks.config import StackConfig, is_secret
 from stacks.model import ClusterArgs, Machine, StackError
@@ -30,25 +31,21 @@ DEFAULT_USER = "ubuntu"
 DISTRO = "jammy"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class StaticRail(_Frozen):
+class StaticRail(Frozen):
     index: int = Field(ge=0)
     netdev: str
     address: str
     prefix: int = Field(ge=1, le=32)
 
 
-class StaticMachine(_Frozen):
+class StaticMachine(Frozen):
     name: str
     address: str = Field(description="Management address Ansible connects to")
     user: str = DEFAULT_USER
     rails: tuple[StaticRail, ...] = ()
 
 
-class MachinesFile(_Frozen):
+class MachinesFile(Frozen):
     machines: tuple[StaticMachine, ...]
 
 

@@ -9,22 +9,19 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from blueprints.blueprint import Blueprint, ManagedFsPlan
 from blueprints.fleet_plan import FleetsPlan
 from blueprints.hosts import INVENTORY_GROUPS, HostRole, InventoryGroup, expand
+from blueprints.model import Frozen
 
 
 class StackError(Exception):
     """A stack cannot be built from this Blueprint and configuration; the message says what to change."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Machine(_Frozen):
+class Machine(Frozen):
     """One machine the stack provisions (or, in static mode, records)."""
 
     name: str = Field(description="Host name, also the inventory name, e.g. gpu-1")
@@ -37,7 +34,7 @@ class Machine(_Frozen):
         return INVENTORY_GROUPS[self.role]
 
 
-class Labels(_Frozen):
+class Labels(Frozen):
     """What every resource is tagged with: the design and the spec it was planned from."""
 
     design: str
@@ -60,7 +57,7 @@ def gcp_label(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]", "-", text.lower())[:63]
 
 
-class ClusterArgs(_Frozen):
+class ClusterArgs(Frozen):
     """What every target needs: names, machines by role, rails per GPU node and the labels."""
 
     design: str

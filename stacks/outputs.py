@@ -17,19 +17,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from blueprints.hosts import HostRole, host_names
+from blueprints.model import Frozen
 
 OUTPUT_NAME = "clustersmith"
 RailKind = Literal["efa", "efa-only", "mrdma", "infiniband", "roce", "storage"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class StackRail(_Frozen):
+class StackRail(Frozen):
     index: int = Field(description="Rail number, 0-based")
     name: str = Field(description="rail<index>")
     kind: RailKind
@@ -39,7 +36,7 @@ class StackRail(_Frozen):
     network_card: int | None = Field(default=None, description="AWS network card index of an EFA rail")
 
 
-class StackHost(_Frozen):
+class StackHost(Frozen):
     name: str
     role: HostRole
     group: str = Field(description="Inventory group: storage_targets, gpu_clients or monitoring")
@@ -49,27 +46,27 @@ class StackHost(_Frozen):
     rails: tuple[StackRail, ...] = ()
 
 
-class StackFileSystem(_Frozen):
+class StackFileSystem(Frozen):
     service: str = Field(description="Catalog file system, e.g. fsx-lustre-persistent2-1000")
     capacity_gib: int
     throughput_mbps: int = Field(description="Provisioned throughput of the whole file system, in MB/s")
     mount: str = Field(description="What a client mounts, e.g. <dns>@tcp:/<mountname>")
 
 
-class AwsFleetRef(_Frozen):
+class AwsFleetRef(Frozen):
     provider: Literal["aws"] = "aws"
     region: str
     group: str = Field(description="Auto Scaling group name")
 
 
-class GcpFleetRef(_Frozen):
+class GcpFleetRef(Frozen):
     provider: Literal["gcp"] = "gcp"
     project: str
     zone: str
     group: str = Field(description="Managed instance group name")
 
 
-class AzureFleetRef(_Frozen):
+class AzureFleetRef(Frozen):
     provider: Literal["azure"] = "azure"
     scale_set_id: str = Field(description="ARM id of the Flexible scale set (subscription and resource group in it)")
 
@@ -77,7 +74,7 @@ class AzureFleetRef(_Frozen):
 FleetRef = Annotated[AwsFleetRef | GcpFleetRef | AzureFleetRef, Field(discriminator="provider")]
 
 
-class StackFleet(_Frozen):
+class StackFleet(Frozen):
     """A fleet the stack created, and the Blueprint host names its instances are given."""
 
     name: str = Field(description="Fleet name (the Blueprint's), also its clustersmith:fleet tag or label")
@@ -97,7 +94,7 @@ class StackFleet(_Frozen):
         return host_names(self.name_prefix, self.first, self.size)
 
 
-class StackOutputs(_Frozen):
+class StackOutputs(Frozen):
     design: str
     provider: Literal["aws", "gcp", "azure", "baremetal"]
     hosts: tuple[StackHost, ...]

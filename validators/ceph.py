@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
+from blueprints.model import Parsed
 from validators.errors import ParseError, parse_error
 
 # Pools Ceph makes for itself (the devicehealth manager module's pool: Pacific names it device_health_metrics,
@@ -18,22 +19,18 @@ CEPH_OWN_POOLS = frozenset({"device_health_metrics", ".mgr"})
 POOL_TYPES = {1: "replicated", 3: "erasure"}  # pg_pool_t::TYPE_REPLICATED, TYPE_ERASURE (src/osd/osd_types.h)
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class HealthCheck(_Frozen):
+class HealthCheck(Parsed):
     code: str
     severity: str
     summary: str
 
 
-class PgState(_Frozen):
+class PgState(Parsed):
     state: str
     count: int
 
 
-class CephStatus(_Frozen):
+class CephStatus(Parsed):
     health: str = Field(description="HEALTH_OK, HEALTH_WARN or HEALTH_ERR")
     checks: tuple[HealthCheck, ...]
     mutes: tuple[str, ...] = Field(description="Health checks someone muted (`ceph health mute`)")
@@ -47,7 +44,7 @@ class CephStatus(_Frozen):
         return tuple(p for p in self.pgs if p.state != "active+clean")
 
 
-class PoolState(_Frozen):
+class PoolState(Parsed):
     name: str
     type: str = Field(description="replicated or erasure")
     size: int
@@ -59,7 +56,7 @@ class PoolState(_Frozen):
     crush_rule: int
 
 
-class OsdState(_Frozen):
+class OsdState(Parsed):
     """One OSD as the OSD map has it: ``host`` is its CRUSH host bucket (None for a stray OSD, in no bucket)."""
 
     id: int
@@ -75,48 +72,48 @@ class OsdState(_Frozen):
 
 
 # The documents as Ceph 16.2.15 writes them (tests/fixtures/ceph): only the fields acceptance reads.
-class _Summary(_Frozen):
+class _Summary(Parsed):
     message: str = ""
 
 
-class _Check(_Frozen):
+class _Check(Parsed):
     severity: str
     summary: _Summary = _Summary()
 
 
-class _Mute(_Frozen):
+class _Mute(Parsed):
     code: str
 
 
-class _Health(_Frozen):
+class _Health(Parsed):
     status: str
     checks: dict[str, _Check]
     mutes: tuple[_Mute, ...] = ()
 
 
-class _PgsByState(_Frozen):
+class _PgsByState(Parsed):
     state_name: str
     count: int
 
 
-class _PgMap(_Frozen):
+class _PgMap(Parsed):
     num_pgs: int
     pgs_by_state: tuple[_PgsByState, ...] = ()
 
 
-class _OsdMap(_Frozen):
+class _OsdMap(Parsed):
     num_osds: int
     num_up_osds: int
     num_in_osds: int
 
 
-class _Status(_Frozen):
+class _Status(Parsed):
     health: _Health
     pgmap: _PgMap
     osdmap: _OsdMap
 
 
-class _TreeNode(_Frozen):
+class _TreeNode(Parsed):
     id: int
     name: str
     type: str
@@ -126,7 +123,7 @@ class _TreeNode(_Frozen):
     reweight: float = 0.0
 
 
-class _Tree(_Frozen):
+class _Tree(Parsed):
     nodes: tuple[_TreeNode, ...]
     stray: tuple[_TreeNode, ...] = ()
 

@@ -24,8 +24,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from blueprints.model import ParsedFinite
 from validators.errors import parse_error
 from validators.source import MAX_JSON, document, lines
 
@@ -36,11 +37,7 @@ CUT_SHORT = 0.95  # a time_based job that measured under 95 % of its runtime end
 _SECONDS = {"": 1000, "s": 1000, "ms": 1, "m": 60_000, "h": 3_600_000}
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
-
-
-class ClatNs(_Frozen):
+class ClatNs(ParsedFinite):
     min: float
     max: float
     mean: float
@@ -67,7 +64,7 @@ class ClatNs(_Frozen):
         return None
 
 
-class FioDirection(_Frozen):
+class FioDirection(ParsedFinite):
     io_bytes: int
     bw_bytes: int = Field(description="B/s (fio < 3.2: ``bw`` KiB/s x 1024)")
     iops: float
@@ -87,7 +84,7 @@ class FioDirection(_Frozen):
         return data
 
 
-class FioJob(_Frozen):
+class FioJob(ParsedFinite):
     jobname: str
     groupid: int = 0
     error: int = Field(description="errno of the first error, 0 when none")
@@ -109,7 +106,7 @@ class FioJob(_Frozen):
         return getattr(self, name)  # type: ignore[no-any-return]
 
 
-class FioRun(_Frozen):
+class FioRun(ParsedFinite):
     """One fio output document."""
 
     source: str
@@ -243,7 +240,7 @@ def parse_fio_file(path: Path) -> FioRun:
     return parse_fio(document(path, "fio JSON output", MAX_JSON), str(path))
 
 
-class BwSample(_Frozen):
+class BwSample(ParsedFinite):
     t_ms: int
     kib_s: int = Field(description="KiB/s averaged over the log interval")
     direction: int = Field(description="0 read, 1 write, 2 trim")

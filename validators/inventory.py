@@ -10,27 +10,24 @@ import sys
 from pathlib import Path
 
 import ansible_runner
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from blueprints.errors import ClusterSmithError, Problem
+from blueprints.model import Frozen
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Rail(_Frozen):
+class Rail(Frozen):
     index: int
     address: str
     netdev: str = ""
 
 
-class Host(_Frozen):
+class Host(Frozen):
     name: str
     rails: tuple[Rail, ...] = ()
 
 
-class Inventory(_Frozen):
+class Inventory(Frozen):
     path: str
     groups: dict[str, tuple[str, ...]] = Field(description="group -> host names")
     hosts: dict[str, Host]

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import json
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from blueprints.model import Parsed
 from validators.errors import parse_error
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class Target(_Frozen):
+class Target(Parsed):
     labels: dict[str, str] = Field(default_factory=dict)
     scrapeUrl: str = ""
     health: str = Field(description="up, down or unknown")
     lastError: str = ""
 
 
-class Targets(_Frozen):
+class Targets(Parsed):
     source: str
     active: tuple[Target, ...]
 
@@ -29,7 +26,7 @@ class Targets(_Frozen):
         return sum(1 for t in self.active if t.health == "up") / len(self.active) if self.active else None
 
 
-class Sample(_Frozen):
+class Sample(Parsed):
     labels: dict[str, str]
     value: float
 

@@ -25,8 +25,9 @@ from itertools import chain
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from blueprints.model import ParsedFinite
 from validators.errors import ParseError, parse_error
 from validators.source import MAX_JSON, document, lines
 
@@ -46,11 +47,7 @@ DEFAULT_HEADERS = {  # when a file carries rows but no header: column count -> t
 Layout = Literal["current", "old", "oldest", "json"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
-
-
-class NcclBlock(_Frozen):
+class NcclBlock(ParsedFinite):
     """One half of a row: out-of-place or in-place."""
 
     time_us: float
@@ -62,7 +59,7 @@ class NcclBlock(_Frozen):
     times_us: tuple[float, ...] = Field(default=(), description="JSON -I: every iteration's time")
 
 
-class NcclRow(_Frozen):
+class NcclRow(ParsedFinite):
     size: int = Field(description="bytes")
     count: int
     type: str
@@ -72,7 +69,7 @@ class NcclRow(_Frozen):
     in_place: NcclBlock | None
 
 
-class NcclRun(_Frozen):
+class NcclRun(ParsedFinite):
     source: str
     layout: Layout
     rows: tuple[NcclRow, ...]
@@ -108,7 +105,7 @@ class NcclRun(_Frozen):
         return tuple(out)
 
 
-class NcclLog(_Frozen):
+class NcclLog(ParsedFinite):
     """Every nccl-tests run of one file, in the order they were written."""
 
     source: str

@@ -29,8 +29,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from blueprints.model import Frozen
 from validators.errors import parse_error
 from validators.nccl import TAG
 from validators.source import lines
@@ -52,17 +53,13 @@ PROTOS = {"0": "LL", "1": "LL128", "2": "Simple"}
 Transport = Literal["ib", "socket", "ofi", "gib", "other", "unknown"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class IbDevice(_Frozen):
+class IbDevice(Frozen):
     name: str = Field(description="RDMA device, e.g. mlx5_10")
     port: int
     link: str = Field(description="IB, RoCE, or IB/SHARP as NCCL prints it")
 
 
-class AlgoChoice(_Frozen):
+class AlgoChoice(Frozen):
     """One (algorithm, protocol) pair NCCL's tuner chose (TUNING lines), over the sizes it was chosen for."""
 
     algorithm: str
@@ -73,7 +70,7 @@ class AlgoChoice(_Frozen):
     max_bytes: int
 
 
-class NcclDebug(_Frozen):
+class NcclDebug(Frozen):
     source: str
     lines: int = Field(description="Lines read")
     info_lines: int = Field(description="Lines carrying NCCL INFO")

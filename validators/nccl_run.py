@@ -20,9 +20,10 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from blueprints.blueprint import Blueprint, Check
+from blueprints.model import Frozen
 from validators.errors import parse_error
 from validators.inventory import Inventory
 from validators.nccl_debug import NcclDebug
@@ -38,16 +39,12 @@ LAB_RSH_AGENT = (f"ssh -i {WORKDIR}/launch_key -o BatchMode=yes -o StrictHostKey
                  "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR")  # the lab's own key (stacks/lab/ssh.py)
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LaunchNode(_Frozen):
+class LaunchNode(Frozen):
     name: str = Field(description="Inventory host name (Slurm node name under srun)")
     address: str = Field(description="Where the launcher reaches it: rail 0's address, else the host name")
 
 
-class Launch(_Frozen):
+class Launch(Frozen):
     """One job over GPU nodes, one rank per GPU."""
 
     kind: Literal["mpirun", "srun"]
@@ -146,7 +143,7 @@ def count_gpus(listing: str) -> int:
     return sum(1 for line in listing.splitlines() if GPU_LINE.match(line.strip()))
 
 
-class GpuCount(_Frozen):
+class GpuCount(Frozen):
     """What the pre-flight found on one node: its GPUs, or why nvidia-smi gave none."""
 
     gpus: int = Field(ge=0)
@@ -226,7 +223,7 @@ def pair_waves(nodes: Sequence[str], rounds: int = 2) -> list[list[Pair]]:
     return [w for w in waves if w]
 
 
-class SweepVerdict(_Frozen):
+class SweepVerdict(Frozen):
     slow: tuple[str, ...] = Field(description="Nodes that missed the bar with every partner")
     slow_links: tuple[Pair, ...] = Field(description="Pairs that missed while both nodes reached it elsewhere")
     undecided: tuple[Pair, ...] = Field(description="Missed pairs whose nodes met no other partner")
@@ -275,7 +272,7 @@ PROOF_LINE = re.compile(r"^\[\d+,(?P<tag>\d+)\]<stdout>:\s*rank (?P<rank>\d+) of
                         r"allreduce (?P<sum>-?\d+) ring (?P<got>-?\d+)\s*$")
 
 
-class LaunchProof(_Frozen):
+class LaunchProof(Frozen):
     ranks: int = Field(description="Ranks that reported")
     hosts: dict[str, int] = Field(description="Host name -> ranks that ran there")
     problems: tuple[str, ...]

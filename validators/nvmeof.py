@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import json
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from blueprints.model import Frozen
 from validators.errors import parse_error
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class NvmePath(_Frozen):
+class NvmePath(Frozen):
     name: str = Field(description="Controller, e.g. nvme0")
     transport: str
     address: dict[str, str] = Field(description="traddr, trsvcid, host_traddr, ...")
@@ -29,7 +26,7 @@ class NvmePath(_Frozen):
         return self.state == "live"
 
 
-class NvmeSubsystem(_Frozen):
+class NvmeSubsystem(Frozen):
     name: str
     nqn: str
     iopolicy: str | None = None
@@ -40,7 +37,7 @@ class NvmeSubsystem(_Frozen):
         return any(p.transport in ("rdma", "tcp", "fc") for p in self.paths)
 
 
-class ListSubsys(_Frozen):
+class ListSubsys(Frozen):
     source: str
     host_nqn: str | None = None
     subsystems: tuple[NvmeSubsystem, ...]

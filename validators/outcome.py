@@ -19,9 +19,10 @@ import operator
 from collections.abc import Callable, Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from blueprints.blueprint import Check
+from blueprints.model import Frozen
 
 Status = Literal["pass", "fail", "warn", "info", "not_applicable", "setup_error"]
 OPS: dict[str, Callable[[float, float], bool]] = {
@@ -29,11 +30,7 @@ OPS: dict[str, Callable[[float, float], bool]] = {
 }
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Detail(_Frozen):
+class Detail(Frozen):
     """One part of a measure: a host, a rail, a namespace."""
 
     where: str
@@ -42,7 +39,7 @@ class Detail(_Frozen):
     note: str = ""
 
 
-class Series(_Frozen):
+class Series(Frozen):
     """Plot data: ``throughput`` (s, B/s per client), ``latency`` (percentile, us), ``busbw`` (bytes, GB/s)."""
 
     kind: Literal["throughput", "latency", "busbw"]
@@ -50,7 +47,7 @@ class Series(_Frozen):
     points: tuple[tuple[float, float], ...]
 
 
-class Reference(_Frozen):
+class Reference(Frozen):
     """A threshold drawn on a plot: a horizontal line at ``y``, in the unit of that plot's series' points."""
 
     kind: Literal["throughput", "latency", "busbw"]
@@ -58,7 +55,7 @@ class Reference(_Frozen):
     label: str
 
 
-class Coverage(_Frozen):
+class Coverage(Frozen):
     """How much of the plan a result covers: ``seen`` of ``planned`` units (hosts, ranks, nodes, paths)."""
 
     what: str = Field(description="The unit counted: hosts, ranks, nodes, paths, subsystems")
@@ -94,7 +91,7 @@ def _names(names: tuple[str, ...], limit: int = 20) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-class Measurement(_Frozen):
+class Measurement(Frozen):
     """What a rule found in the results: a value in the check's unit, or why there is none."""
 
     value: float | None = None
@@ -111,7 +108,7 @@ class Measurement(_Frozen):
     coverage: tuple[Coverage, ...] = Field(default=(), description="What of the plan the result covers")
 
 
-class CheckResult(_Frozen):
+class CheckResult(Frozen):
     id: str
     tool: str
     metric: str

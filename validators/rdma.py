@@ -17,8 +17,9 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from blueprints.model import Finite
 from validators.errors import parse_error
 from validators.source import lines
 
@@ -35,11 +36,7 @@ ERROR_LINE = re.compile(r"^\s*(Did not detect devices|Couldn't|Could not|Couldnt
                         r"Completion with error|Problems with|Error|ERROR|No IB devices found|IB device .* not found)")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-class Banner(_Frozen):
+class Banner(Finite):
     test: str = Field(description="e.g. RDMA_Write BW Test")
     device: str | None = None
     link_type: str | None = None
@@ -47,7 +44,7 @@ class Banner(_Frozen):
     connection: str | None = None
 
 
-class BwRow(_Frozen):
+class BwRow(Finite):
     bytes: int
     iterations: int
     peak_gbit: float = Field(description="Gb/s")
@@ -55,7 +52,7 @@ class BwRow(_Frozen):
     msg_rate_mpps: float
 
 
-class PerftestBw(_Frozen):
+class PerftestBw(Finite):
     source: str
     banner: Banner
     rows: tuple[BwRow, ...]
@@ -68,7 +65,7 @@ class PerftestBw(_Frozen):
         return max(self.rows, key=lambda r: r.bytes).average_gbit if self.rows else None
 
 
-class LatRow(_Frozen):
+class LatRow(Finite):
     bytes: int
     iterations: int
     t_min_us: float
@@ -80,7 +77,7 @@ class LatRow(_Frozen):
     p99_9_us: float | None = None
 
 
-class PerftestLat(_Frozen):
+class PerftestLat(Finite):
     source: str
     banner: Banner
     rows: tuple[LatRow, ...]

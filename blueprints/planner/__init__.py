@@ -89,7 +89,8 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
     if lab is not None and storage.nvmeof is not None:
         lab = with_own_namespaces(lab, storage.nvmeof)
     network = plan_management_network(req)
-    monitoring = plan_monitoring(ctx, compute, storage, network)
+    hosts = host_groups(ctx, compute, storage)
+    monitoring = plan_monitoring(ctx, compute, storage, network, hosts)
     acceptance = plan_acceptance(ctx, compute, fabric, qos, nccl, storage)
     notes: list[str] = []
     if lab is not None:
@@ -99,7 +100,6 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
                      "deploys measures request latency, so no alert reads it; acceptance does not run inference "
                      "load")
     notes.extend(nccl.notes)
-    hosts = host_groups(ctx, compute, storage)
     fleets = plan_fleets(ctx, hosts)
     if fleets is not None and fleets.count.value > 1 and req.target.provider == "azure":
         notes.append(f"azure: {fleets.count.value} scale sets, so {fleets.count.value} InfiniBand partitions; NCCL "

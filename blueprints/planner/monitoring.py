@@ -20,11 +20,13 @@ from blueprints.blueprint import (
     RecordingRule,
     RuleGroup,
     ScrapeJob,
+    ScrapeSet,
     StoragePlan,
     TargetPanel,
     Traced,
     traced,
 )
+from blueprints.hosts import HostGroup, names_by_role
 from blueprints.planner.alerts import alert_rule
 from blueprints.planner.context import PlanContext
 from blueprints.planner.lab import rail_subnet
@@ -322,9 +324,29 @@ def _fabric_rules(compute: ComputePlan, storage: StoragePlan, queries: dict[str,
     return recording, alerts
 
 
+def scrape_sets(scrape: list[ScrapeJob], hosts: tuple[HostGroup, ...]) -> tuple[ScrapeSet, ...]:
+    """What Prometheus scrapes, per job and role, in the plan's order: a host once per job, under the first of its
+    roles the job lists (the lab's storage-1 is a storage target and the monitoring host: one node target). A set
+    with no host left is dropped; the sets name roles, and only the hosts skipped, never every host."""
+    roles = names_by_role(hosts)
+    seen: dict[str, set[str]] = {}
+    found: list[ScrapeSet] = []
+    for job in scrape:
+        done = seen.setdefault(job.name, set())
+        chosen = job.scraped(roles)
+        skip = tuple(h for h in chosen if h in done)
+        kept = [h for h in chosen if h not in done]
+        done.update(kept)
+        if kept:
+            found.append(ScrapeSet(job=job.name, role=job.role, exporter=job.exporter, port=job.port,
+                                   hosts=job.hosts, skip=skip))
+    return tuple(found)
+
+
 def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan,
-                    network: Traced[str] | None) -> MonitoringPlan:
-    """``network``: the management network (planner.network); the lab, which has none, listens on its last rail."""
+                    network: Traced[str] | None, hosts: tuple[HostGroup, ...]) -> MonitoringPlan:
+    """``network``: the management network (planner.network); the lab, which has none, listens on its last rail.
+    ``hosts``: the plan's host groups, which the scrape targets name."""
     perf = ctx.req.performance
     scrape = [
         ScrapeJob(name="node", role="gpu_client", port=NODE_EXPORTER, exporter="node_exporter"),
@@ -373,7 +395,8 @@ def plan_monitoring(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan
     if listen is None:
         raise AssertionError(f"no management network planned for target {ctx.provider}: the spec requires one")
     return MonitoringPlan(
-        scrape_interval=Duration.parse("15s"), scrape=tuple(scrape), alerts=tuple(alerts),
+        scrape_interval=Duration.parse("15s"), scrape=tuple(scrape), scrape_targets=scrape_sets(scrape, hosts),
+        alerts=tuple(alerts),
         baseline_window=Duration.parse(BASELINE), recording=tuple(recording),
         evaluation_interval=Duration.parse("15s"), baseline_interval=Duration.parse("2m"),
         collect_interval=Duration.parse(collect), latency_buckets=buckets, listen_cidr=listen, auth=AUTH,

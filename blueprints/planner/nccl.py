@@ -4,7 +4,7 @@ NCCL's tuner picks the algorithm and protocol per collective and message size, a
 turns NVLS on where it works, so the node-wide environment forces none of NCCL_ALGO, NCCL_PROTO,
 NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, NCCL_NET_GDR_LEVEL, NCCL_IB_GID_INDEX or the socket-transport threads.
 What stays: the provider's network plugin settings, each citing the provider's document; NCCL_IB_TC from the
-QoS plan (Blueprint.nccl_environment); NCCL_IB_HCA, which the nccl role writes per host from the RDMA devices the
+QoS plan (``traffic_class_slot``); NCCL_IB_HCA, which the nccl role writes per host from the RDMA devices the
 rdma role found behind the compute rails (``ib_hca_rails`` says which rails). The seed's "Ring when degraded" is
 a job-level profile with the per-collective syntax (``degraded_env``).
 """
@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from blueprints.blueprint import ComputePlan, EnvVar, FabricPlan, NcclPlan, Provenance, QosPlan, traced
+from blueprints.blueprint import (
+    ComputePlan,
+    EnvVar,
+    FabricPlan,
+    NcclPlan,
+    Provenance,
+    QosPlan,
+    TrafficClassSlot,
+    traced,
+)
 from blueprints.planner.context import PlanContext
 
 NVSWITCH_BASEBOARD_GPUS = 8  # NVLS needs the NVSwitch of an 8-GPU baseboard
@@ -92,6 +101,16 @@ def degraded_env() -> tuple[EnvVar, ...]:
                  "allreduce pinned to Ring, the others keep every algorithm"),)
 
 
+def traffic_class_slot(env: list[EnvVar], fabric: FabricPlan, qos: QosPlan) -> TrafficClassSlot | None:
+    """NCCL_IB_TC from the QoS plan, on a RoCE fabric whose QoS the cluster runs, after the last NCCL_IB_* variable
+    (else at the end). Where the provider owns QoS (GCP's RoCE VPC, whose gIB setup carries its own traffic class)
+    the plan's ToS means nothing to the fabric, so it is not set."""
+    if fabric.kind.value != "roce" or not qos.applies:
+        return None
+    at = max((i + 1 for i, v in enumerate(env) if v.name.startswith("NCCL_IB_")), default=len(env))
+    return TrafficClassSlot(at=at, rule="nccl.tc_from_qos")
+
+
 def plan_nccl(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan) -> NcclPlan:
     kind = fabric.kind.value
     env, notes = provider_env(ctx, compute, kind)
@@ -112,7 +131,8 @@ def plan_nccl(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: Q
                  "(field-numbers 10.1)"}.get(inr, ""))
     expect = traced(_expectation(compute.gpus, inr), ["compute.gpus"], "nccl.algorithm_expectation",
                     "information for the acceptance report, never pass/fail: NCCL's tuner chooses per size")
-    return NcclPlan(env=tuple(env), degraded_env=degraded_env(), ib_hca_rails=hca, gpudirect_rdma=gdr_t,
+    return NcclPlan(env=tuple(env), traffic_class=traffic_class_slot(env, fabric, qos), degraded_env=degraded_env(),
+                    ib_hca_rails=hca, gpudirect_rdma=gdr_t,
                     in_network_reduction=inr_t, algorithm_expectation=expect, notes=tuple(notes))
 
 

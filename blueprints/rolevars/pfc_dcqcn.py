@@ -9,29 +9,26 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from blueprints.blueprint import Blueprint
+from blueprints.model import Frozen
 from blueprints.rolevars import Group, RoleVars
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DscpMapping(_Model):
+class DscpMapping(Frozen):
     dscp: int = Field(ge=0, le=63, description="DSCP value")
     priority: int = Field(ge=0, le=7, description="Priority the NIC puts that DSCP on")
 
 
-class EtsVars(_Model):
+class EtsVars(Frozen):
     prio_tc: list[int] = Field(min_length=8, max_length=8, description="Traffic class of priorities 0..7")
     tc_tsa: list[Literal["strict", "ets", "vendor"]] = Field(min_length=8, max_length=8,
                                                              description="Selection algorithm of TCs 0..7")
     tc_bw: list[int] = Field(min_length=8, max_length=8, description="Bandwidth percent of TCs 0..7")
 
 
-class ReactionPoint(_Model):
+class ReactionPoint(Frozen):
     """DCQCN reaction-point parameters, written to ``/sys/class/net/<if>/ecn/roce_rp/<name>``."""
 
     rpg_time_reset: int = Field(ge=0, description="Time between rate increases (us)")
@@ -46,7 +43,7 @@ class ReactionPoint(_Model):
     initial_alpha_value: int = Field(ge=0, description="Initial alpha, 1/1024 fixed point")
 
 
-class NotificationPoint(_Model):
+class NotificationPoint(Frozen):
     """DCQCN notification-point parameters, written to ``/sys/class/net/<if>/ecn/roce_np/<name>``."""
 
     min_time_between_cnps: int = Field(ge=0, description="Smallest gap between CNPs of one port (us)")

@@ -8,16 +8,21 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from blueprints.hosts import HostRole
 from blueprints.lab_plan import LabPlan
+from blueprints.model import Frozen
 
 Power = Literal["running", "paused", "stopped"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Frozen):
+    """The running lab's record, as ``Frozen`` but mutable as it always was: the lab code builds it, saves it and
+    reads it back; it is not the planned contract, and nothing proves (short of the lab tier) that no caller updates
+    one in place."""
+
+    model_config = ConfigDict(frozen=False)
 
 
 class RailNic(_Model):

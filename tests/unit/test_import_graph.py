@@ -21,9 +21,10 @@ SPEC = "blueprints.spec"
 # The modules that read the spec: the model, its loader, the planner and the commands that plan a spec.
 READS_SPEC = ("blueprints.spec", "blueprints.loader", "blueprints.planner", "blueprints.cli", "blueprints.__main__")
 # The Blueprint side of the contract: what stacks, roles' variables, renderers and validators may build on.
-DOWNSTREAM = ("blueprints.blueprint", "blueprints.hosts", "blueprints.lab_plan", "blueprints.fleet_plan",
-              "blueprints.traced", "blueprints.render", "blueprints.commands", "blueprints.rolevars",
-              "blueprints.explain", "blueprints.summary", "blueprints.summary_ceph", "stacks", "validators")
+DOWNSTREAM = ("blueprints.model", "blueprints.blueprint", "blueprints.hosts", "blueprints.lab_plan",
+              "blueprints.fleet_plan", "blueprints.traced", "blueprints.render", "blueprints.commands",
+              "blueprints.rolevars", "blueprints.explain", "blueprints.summary", "blueprints.summary_ceph",
+              "stacks", "validators")
 
 
 def _module_name(path: Path) -> str:
@@ -101,6 +102,19 @@ def test_the_graph_is_read() -> None:
     assert "stacks.model" in GRAPH["stacks.aws"]
 
 
+# The Blueprint package: the root model in blueprints.blueprint, one module per noun below it (the layer of
+# blueprints.blueprint covers them all, and every one is downstream-importable like the root).
+BLUEPRINT_NOUNS = tuple(f"blueprints.blueprint.{n}" for n in (
+    "compute", "fabric", "qos", "nccl", "storage", "ceph", "shared_fs", "monitoring", "acceptance", "target"))
+
+
+def test_the_blueprint_is_a_root_over_one_module_per_noun() -> None:
+    assert sorted(m for m in MODULES if m.startswith("blueprints.blueprint.")) == sorted(BLUEPRINT_NOUNS)
+    assert GRAPH["blueprints.blueprint"] >= set(BLUEPRINT_NOUNS)
+    assert [m for m in BLUEPRINT_NOUNS if "blueprints.blueprint" in GRAPH[m]] == []  # a noun never imports the root
+    assert "blueprints.model" in GRAPH["blueprints.blueprint.compute"]
+
+
 # `python -m stacks`: the whole CLI, by design; `python -m validators.catalogue` plans the example specs to write the
 # check catalogue in validators/README.md (a developer's command, as the golden tests plan them)
 ENTRY_POINTS = ("stacks.__main__", "validators.__main__", "validators.catalogue.__main__")
@@ -157,7 +171,8 @@ def test_no_import_circles() -> None:
 
 # Layers from the bottom: a module may import its own layer and those below it, never one above.
 LAYERS = (
-    ("blueprints.errors", "blueprints.units", "blueprints.hosts", "blueprints.lab_plan", "blueprints.catalog",
+    ("blueprints.model",  # the one base-model module: every model of blueprints, stacks and validators builds on it
+     "blueprints.errors", "blueprints.units", "blueprints.hosts", "blueprints.lab_plan", "blueprints.catalog",
      "blueprints.fleet_plan",  # the clouds' fleets, a part of the Blueprint in its own module like the lab plan
      "blueprints.signals",  # SIGINT/SIGTERM exit codes: the standard library only, installed before anything
      "blueprints.textsafe",  # escaping user text for the generated files' formats

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
+from blueprints.blueprint import ScrapeJob
+from blueprints.hosts import HostGroup, names_by_role
 from blueprints.loader import load_requirements
+from blueprints.planner.monitoring import scrape_sets
 from blueprints.render.monitoring import prom_duration, prometheus_config, render, spec_refs
 from blueprints.render.monitoring_dashboards import dashboards
 from tests.promtool.support import EXAMPLES, blueprint
@@ -83,6 +86,30 @@ def test_a_host_of_two_roles_is_one_target_per_job_under_its_first_role() -> Non
     for example in EXAMPLES:
         pairs = [(t.job, t.role) for t in blueprint(example).scrape_targets()]
         assert len(pairs) == len(set(pairs)), example.stem  # one target file per job and role
+
+
+def test_the_blueprint_stores_scrape_targets_by_role_not_host_by_host() -> None:
+    """The planner decides the targets; the Blueprint names roles and only the hosts a job lists or skips, so a
+    12,500-host plan does not store every host name again."""
+    bp = blueprint(next(e for e in EXAMPLES if e.stem == "llm-training-16k"))
+    stored = bp.monitoring.scrape_targets
+    gpu = bp.hosts_by_role()["gpu_client"]
+    assert len(gpu) > 1000 and not any(s.hosts or s.skip for s in stored if s.role == "gpu_client")
+    assert [(s.job, s.role) for s in stored] == [(t.job, t.role) for t in bp.scrape_targets()]
+    assert {h for t in bp.scrape_targets() if t.job == "node" and t.role == "gpu_client" for h in t.hosts} == set(gpu)
+    lab = blueprint(next(e for e in EXAMPLES if e.stem == "lab"))
+    assert [s.skip for s in lab.monitoring.scrape_targets if s.job == "node"] == [(), ()]  # monitoring: all skipped
+
+
+def test_a_role_sharing_some_hosts_with_an_earlier_one_skips_only_those() -> None:
+    groups = (HostGroup(role="storage_target", count=2, name_prefix="st-", node_type="x"),
+              HostGroup(role="monitoring", count=3, name_prefix="st-", node_type="x"))
+    jobs = [ScrapeJob(name="node", role=role, port=9100, exporter="node_exporter")
+            for role in ("storage_target", "monitoring")]
+    sets = scrape_sets(jobs, groups)
+    assert [(s.role, s.skip) for s in sets] == [("storage_target", ()), ("monitoring", ("st-1", "st-2"))]
+    roles = names_by_role(groups)
+    assert [s.targets(roles).hosts for s in sets] == [("st-1", "st-2"), ("st-3",)]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
