@@ -16,6 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from blueprints import yamltext
+from blueprints.blueprint_format import BLUEPRINT_FORMAT, refuse_older
+from blueprints.check_args import CheckArgs
 from blueprints.errors import ClusterSmithError, Problem
 from blueprints.fleet_plan import FleetsPlan
 from blueprints.hosts import HostGroup, HostRole, names_by_role
@@ -706,7 +708,7 @@ class Check(_Frozen):
     unit: str
     severity: Literal["error", "warning", "info"]
     scope: Literal["cluster", "host", "rail"] = Field(description="Where the measure is taken")
-    args: dict[str, str] = Field(default_factory=dict, description="Tool arguments from the plan")
+    args: CheckArgs = Field(description="Tool arguments from the plan, typed per tool family (check_args)")
     derived_from: Provenance
 
 
@@ -818,6 +820,8 @@ class TargetPlan(_Frozen):
 class Blueprint(_Frozen):
     apiVersion: Literal["clustersmith/v1alpha1"] = "clustersmith/v1alpha1"
     kind: Literal["Blueprint"] = "Blueprint"
+    format: int = Field(default=BLUEPRINT_FORMAT, ge=BLUEPRINT_FORMAT, le=BLUEPRINT_FORMAT,
+                        description="blueprint.yaml's format (blueprints.blueprint_format); older ones are refused")
     name: str
     spec_file: str = Field(
         description="The spec this was planned from, on one line: control characters and line separators in the "
@@ -912,6 +916,7 @@ def load_blueprint(path: Path) -> Blueprint:
         raise ClusterSmithError(
             [Problem("", f"cannot read a Blueprint: {exc}")], str(path), "invalid blueprint"
         ) from None
+    refuse_older(data, str(path))
     try:
         return Blueprint.model_validate(data)
     except ValidationError as exc:

@@ -22,7 +22,8 @@ SPEC = "blueprints.spec"
 READS_SPEC = ("blueprints.spec", "blueprints.loader", "blueprints.planner", "blueprints.cli", "blueprints.__main__")
 # The Blueprint side of the contract: what stacks, roles' variables, renderers and validators may build on.
 DOWNSTREAM = ("blueprints.blueprint", "blueprints.hosts", "blueprints.lab_plan", "blueprints.fleet_plan",
-              "blueprints.traced", "blueprints.render", "blueprints.commands", "blueprints.rolevars",
+              "blueprints.traced", "blueprints.check_args", "blueprints.blueprint_format",
+              "blueprints.render", "blueprints.commands", "blueprints.rolevars",
               "blueprints.explain", "blueprints.summary", "blueprints.summary_ceph", "stacks", "validators")
 
 
@@ -161,6 +162,8 @@ LAYERS = (
      "blueprints.textsafe",  # escaping user text for the generated files' formats
      "blueprints.yamltext",  # YAML text of large documents, libyaml's layout
      "blueprints.traced",  # a planned value with its derived_from, for the Blueprint and the lab plan alike
+     "blueprints.check_args",  # a check's tool arguments, typed per tool family, for the Blueprint's checks
+     "blueprints.blueprint_format",  # blueprint.yaml's format version and the refusal of an older one
      "blueprints.commands"),  # the command registry: it finds stacks' and validators' commands by entry point
     ("blueprints.spec", "blueprints.blueprint"),
     ("blueprints.loader", "blueprints.planner", "blueprints.rolevars", "blueprints.explain", "blueprints.summary",

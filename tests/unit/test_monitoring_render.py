@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from blueprints.check_args import PrometheusArgs, args_as
 from blueprints.loader import load_requirements
 from blueprints.render.monitoring import prom_duration, prometheus_config, render, spec_refs
 from blueprints.render.monitoring_dashboards import dashboards
@@ -256,7 +257,7 @@ def test_one_hit_ratio_serves_the_alert_the_dashboard_and_acceptance(example: Pa
         alert = alerts["CacheHitRatioLow"]
         assert alert.expr == f"{q.recorded} < {{threshold}}"
         check = checks["cache.hit_ratio"]
-        assert check.args["query"] == q.name and check.threshold == pytest.approx(alert.threshold)
+        assert args_as(check.args, PrometheusArgs).query == q.name and check.threshold == pytest.approx(alert.threshold)
     fscache = bp.storage.shared.fscache
     if fscache is None:
         assert "FsCacheHitRatioLow" not in alerts and "cache.fscache_hit_ratio" not in checks
