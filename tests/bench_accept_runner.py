@@ -53,6 +53,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from blueprints.blueprint import Blueprint, FioWorkload  # noqa: E402
+from blueprints.blueprint.check_args import FioArgs, NcclArgs, PerftestArgs, args_as  # noqa: E402
 from blueprints.loader import load_requirements  # noqa: E402
 from blueprints.planner import plan  # noqa: E402
 from blueprints.render.acceptance import FioTarget, fio_job  # noqa: E402
@@ -233,7 +234,7 @@ def one_size(n: int, folder: Path, bp: Blueprint, project: Path, log: Path, befo
         # the checks the workload serves, as validators.accept passes them: a host without its result is then a
         # setup error here as in a real run (with no checks, the runner has nothing to record it under)
         fio.run(session, work, [c for c in bp.acceptance.checks if c.tool == "fio"
-                                and c.args.get("workload") == work.name], write)
+                                and args_as(c.args, FioArgs).workload == work.name], write)
         return sum(len(v) for v in session.setup_errors.values())
 
     got = measure(after_fio, log)
@@ -269,12 +270,6 @@ def scaled_plan(nodes: int) -> Blueprint:
         spec = Path(tmp) / "spec.yaml"
         spec.write_text(yaml.safe_dump(doc, sort_keys=False))
         return plan(load_requirements(spec))
-
-
-def nccl_bytes(text: str) -> float:
-    """nccl-tests' size argument (2G: 2 x 1024^3)."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text)
 
 
 def projection(nodes: int, call_s: float, main_s: float, module_s: float) -> list[tuple[str, float, str]]:
@@ -327,7 +322,7 @@ def projection(nodes: int, call_s: float, main_s: float, module_s: float) -> lis
     waves = perftest.compute_waves(clients, bp.compute.rails.value) + \
         perftest.storage_waves(clients, bp.storage_fabric.client_rails.value, targets)
     check = next(c for c in bp.acceptance.checks if c.id == "rdma.write_bw")
-    slot = int(check.args.get("duration", "10")) + perftest.SLOT_EXTRA_S
+    slot = round(args_as(check.args, PerftestArgs).duration.value) + perftest.SLOT_EXTRA_S
     both = len(clients) + len(targets)
     (m, mhow), (c, chow) = margin(both), orch(both, 1)
     rows.append((f"perftest ({len(waves)} waves over {both} hosts)", m + len(waves) * slot + c,
@@ -337,8 +332,9 @@ def projection(nodes: int, call_s: float, main_s: float, module_s: float) -> lis
     nccl = next(c for c in bp.acceptance.checks if c.id == "nccl.allreduce_busbw")
     n_ranks = len(clients) * bp.compute.gpus_per_node
     algbw = nccl.threshold * 1e9 * n_ranks / (2 * (n_ranks - 1))
-    sizes, size = [], nccl_bytes(nccl.args["minbytes"])
-    while size <= nccl_bytes(nccl.args["maxbytes"]):
+    sweep = args_as(nccl.args, NcclArgs)
+    sizes, size = [], sweep.minbytes.value
+    while size <= int(sweep.maxbytes.value):
         sizes.append(size)
         size *= 2
     data = sum(sizes) * NCCL_ITERATIONS / algbw

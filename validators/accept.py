@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from blueprints.blueprint import Blueprint, Check
+from blueprints.blueprint.check_args import FioArgs, PerftestArgs, args_as
 from validators.inventory import Inventory
 from validators.run import ceph, facts, fio, nccl, perftest, probe
 from validators.run.plumbing import Progress, Session
@@ -29,14 +30,12 @@ def run_tools(bp: Blueprint, build_dir: Path, inventory: Inventory, results: Pat
                 ceph.run(session, check)
         fio_checks = [c for c in checks if c.tool == "fio"]
         for workload in bp.acceptance.workloads:
-            served = [c for c in fio_checks if c.args.get("workload") == workload.name]
+            served = [c for c in fio_checks if args_as(c.args, FioArgs).workload == workload.name]
             if served:
                 fio.run(session, workload, served, write)
         for check in checks:  # each host's device and GID index come from its rdma record (facts)
             if check.tool == "ib_write_bw":
-                duration = int(check.args.get("duration", "10"))
-                args = ["-s", check.args.get("size", "65536"), "-D", str(duration), "-q", check.args.get("qps", "1"),
-                        "--report_gbits", "-F"]
+                args, duration = perftest.write_bw_args(args_as(check.args, PerftestArgs))
                 perftest.run(session, check, "ib_write_bw", args, duration)
         wanted: dict[str, list[str]] = {}
         for check in checks:

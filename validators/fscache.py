@@ -27,7 +27,7 @@ def parse_stats(text: str, source: str) -> dict[Counter, float]:
 
 
 def counters(arg: str) -> tuple[Counter, ...]:
-    """``IO:rd,NoSpace:nwr`` (a check's args.hits or args.misses) -> (("IO", "rd"), ("NoSpace", "nwr"))."""
+    """``IO:rd,NoSpace:nwr`` (counters written LINE:KEY, comma-separated) -> (("IO", "rd"), ("NoSpace", "nwr"))."""
     out = []
     for part in arg.split(","):
         line, _, key = part.partition(":")

@@ -23,7 +23,9 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from blueprints.blueprint import Blueprint, Check
+from blueprints.blueprint.check_args import NcclArgs, args_as
 from blueprints.model import Frozen
+from blueprints.units import Size
 from validators.errors import parse_error
 from validators.inventory import Inventory
 from validators.nccl_debug import NcclDebug
@@ -122,17 +124,27 @@ def plan_launch(bp: Blueprint, inventory: Inventory, rsh_agent: str | None = Non
 
 def collectives(check: Check) -> tuple[str, ...]:
     """The nccl-tests binaries the plan runs; all_reduce_perf first, always."""
-    named = [t.strip() for t in check.args.get("tests", "").split(",") if t.strip()]
+    named = args_as(check.args, NcclArgs).tests
     return ("all_reduce_perf", *(t for t in named if t != "all_reduce_perf"))
 
 
 def sweep(check: Check) -> list[str]:
     """nccl-tests' size sweep: the plan's sizes, doubling, one GPU per rank."""
-    return ["-b", check.args.get("minbytes", "2G"), "-e", check.args.get("maxbytes", "8G"), "-f", "2", "-g", "1"]
+    args = args_as(check.args, NcclArgs)
+    return ["-b", nccl_size(args.minbytes), "-e", nccl_size(args.maxbytes), "-f", "2", "-g", "1"]
+
+
+def nccl_size(size: Size) -> str:
+    """A size as nccl-tests reads it (-b, -e): a whole number of its binary K, M or G where it is one (2GiB: 2G)."""
+    n = int(size.value)
+    for suffix, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{suffix}"
+    return str(n)
 
 
 def emulated(check: Check) -> bool:
-    return check.args.get("gpus") == "emulated"
+    return args_as(check.args, NcclArgs).gpus == "emulated"
 
 
 # -- pre-flight ------------------------------------------------------------------------------------------------
@@ -159,7 +171,7 @@ def judge_preflight(check: Check, counted: Mapping[str, GpuCount]) -> Measuremen
                                           "NCCL on; the launch itself is proven by the runner (see the notes)")
     if not counted:
         return Measurement(setup_error="the GPU pre-flight matched no host (nvidia-smi -L ran nowhere)")
-    planned = int(check.args.get("gpus_per_node", "0"))
+    planned = args_as(check.args, NcclArgs).gpus_per_node
     short = {h: c for h, c in sorted(counted.items()) if c.gpus < planned}
     if not short:
         return None
@@ -178,7 +190,8 @@ def judge_preflight(check: Check, counted: Mapping[str, GpuCount]) -> Measuremen
 def debug_violations(debug: NcclDebug | None, check: Check, name: str) -> list[str]:
     """The transport NCCL used between nodes and the communicator's size, against the plan. Without NCCL INFO lines
     neither can be confirmed, which is not a pass."""
-    want = check.args.get("transport")
+    args = args_as(check.args, NcclArgs)
+    want = args.transport
     if want is None:  # a Blueprint from before the plan named it
         return []
     if debug is None:
@@ -191,7 +204,7 @@ def debug_violations(debug: NcclDebug | None, check: Check, name: str) -> list[s
         got = TRANSPORT_NAMES.get(debug.transport, debug.transport)
         found.append(f"{name}: NCCL used {got} (networks {', '.join(debug.networks) or 'not printed'}); expected "
                      f"{TRANSPORT_NAMES[want]}")
-    nodes, per_node = int(check.args.get("nodes", "0")), int(check.args.get("gpus_per_node", "0"))
+    nodes, per_node = args.nodes, args.gpus_per_node
     ranks = nodes * per_node
     if debug.nranks is None:
         found.append(f"{name}: NCCL printed no communicator size (no 'comm ... nranks' line); {ranks} ranks planned")

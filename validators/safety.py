@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from blueprints.blueprint import Blueprint, Check, FioWorkload, ScratchFs
+from blueprints.blueprint.check_args import FioArgs, args_as
 from blueprints.errors import ClusterSmithError, Problem
 
 
@@ -83,7 +84,8 @@ def plan_writes(bp: Blueprint, checks: list[Check], target: str | None, destruct
     if not fio:
         return WritePlan(kind="none")
     workloads = {w.name: w for w in bp.acceptance.workloads}
-    used = [workloads[c.args["workload"]] for c in fio if c.args.get("workload") in workloads]
+    run = [args_as(c.args, FioArgs).workload for c in fio]
+    used = [workloads[name] for name in run if name in workloads]
     per_host = max((w.numjobs.value * w.size.value.value for w in used), default=0.0)
     files = max((w.numjobs.value for w in used), default=0)
     where = ", ".join(hosts) or "every GPU client"

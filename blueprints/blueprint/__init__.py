@@ -43,9 +43,10 @@ from blueprints.blueprint.monitoring import (
     TargetPanel,
 )
 from blueprints.blueprint.acceptance import (
-    BUFFERED_WORKLOAD, AcceptancePlan, Check, FioFootprint, FioWorkload, ScratchArea, ScratchFs, Tool,
+    BUFFERED_WORKLOAD, AcceptancePlan, Check, FioFootprint, FioWorkload, ScratchArea, ScratchFs,
 )
 from blueprints.blueprint.target import Provider, TargetPlan
+from blueprints.blueprint.format import BLUEPRINT_FORMAT, refuse_older
 # isort: on
 
 __all__ = [
@@ -64,6 +65,8 @@ __all__ = [
 class Blueprint(Frozen):
     apiVersion: Literal["clustersmith/v1alpha1"] = "clustersmith/v1alpha1"
     kind: Literal["Blueprint"] = "Blueprint"
+    format: int = Field(default=BLUEPRINT_FORMAT, ge=BLUEPRINT_FORMAT, le=BLUEPRINT_FORMAT,
+                        description="blueprint.yaml's format (blueprints.blueprint.format); older ones are refused")
     name: str
     spec_file: str = Field(
         description="The spec this was planned from, on one line: control characters and line separators in the "
@@ -136,6 +139,7 @@ def load_blueprint(path: Path) -> Blueprint:
     except (OSError, yaml.YAMLError) as exc:
         problem = Problem("", f"cannot read a Blueprint: {exc}")
         raise ClusterSmithError([problem], str(path), "invalid blueprint") from None
+    refuse_older(data, str(path))
     try:
         return Blueprint.model_validate(data)
     except ValidationError as exc:

@@ -6,12 +6,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from blueprints.blueprint.check_args import CheckArgs, Tool
 from blueprints.hosts import HostRole
 from blueprints.model import Frozen
 from blueprints.traced import Provenance, Traced
 from blueprints.units import Duration, Size
-
-Tool = Literal["fio", "nccl", "ib_write_bw", "ib_read_lat", "nvme", "qos", "prometheus", "ceph"]
 
 
 class Check(Frozen):
@@ -23,7 +22,7 @@ class Check(Frozen):
     unit: str
     severity: Literal["error", "warning", "info"]
     scope: Literal["cluster", "host", "rail"] = Field(description="Where the measure is taken")
-    args: dict[str, str] = Field(default_factory=dict, description="Tool arguments from the plan")
+    args: CheckArgs = Field(description="Tool arguments from the plan, typed per tool family (check_args)")
     derived_from: Provenance
 
 

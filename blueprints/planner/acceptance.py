@@ -6,21 +6,34 @@ report, but never pass or fail a lab as a performance claim.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from blueprints.blueprint import (
     AcceptancePlan,
     CephPlan,
     Check,
     ComputePlan,
     FabricPlan,
-    FioWorkload,
     NcclPlan,
     Provenance,
     QosPlan,
     StoragePlan,
 )
+from blueprints.blueprint.check_args import (
+    AnyArgs,
+    CephArgs,
+    FioArgs,
+    NcclArgs,
+    NvmeArgs,
+    PerftestArgs,
+    PrometheusArgs,
+    QosArgs,
+    counter_name,
+)
 from blueprints.planner.context import PlanContext
 from blueprints.planner.fio_workloads import plan_footprint, plan_scratch, plan_workloads, workload_args
 from blueprints.planner.monitoring import HIT_RATIO
+from blueprints.units import Duration
 
 GB = 1e9
 # How long the paths probe lets a path settle before judging it: a path "connecting" retries every reconnect delay
@@ -30,21 +43,15 @@ SETTLE_DELAYS = 3
 RESET_EXTRA_DELAYS = 2
 
 
-def _with_interval(w: FioWorkload) -> dict[str, str]:
-    """A throughput or jitter check's arguments: the workload's, and the interval of its bandwidth log (fio's
-    bwavgtime, ``log_avg_msec`` in the job file), over which its per-interval series is summed."""
-    return {**workload_args(w), "bwavgtime": str(w.log_avg_ms)}
-
-
 def _check(ctx: PlanContext, id: str, tool: str, metric: str, op: str, threshold: float, unit: str,
            spec: list[str], rule: str, formula: str = "", severity: str = "error", scope: str = "cluster",
-           performance: bool = True, args: dict[str, str] | None = None) -> Check:
+           performance: bool = True, args: AnyArgs | None = None) -> Check:
     if performance and ctx.is_lab:
         severity = "info"
         formula = (formula + "; " if formula else "") + "lab: emulated, informational"
     return Check.model_validate({
         "id": id, "tool": tool, "metric": metric, "op": op, "threshold": round(threshold, 6), "unit": unit,
-        "severity": severity, "scope": scope, "args": args or {},
+        "severity": severity, "scope": scope, "args": args or PrometheusArgs(),
         "derived_from": Provenance(spec=tuple(spec), rule=rule, formula=formula),
     })
 
@@ -62,7 +69,7 @@ def nccl_tests(ctx: PlanContext) -> tuple[str, ...]:
     return tuple(tests)
 
 
-def nccl_transport(ctx: PlanContext, fabric: FabricPlan) -> str:
+def nccl_transport(ctx: PlanContext, fabric: FabricPlan) -> Literal["ib", "ofi", "gib"]:
     """The transport NCCL's debug log must name between nodes: the libfabric (OFI) plugin on EFA, the gIB plugin on
     GCP's RoCE, NCCL's own IB verbs transport on InfiniBand and RoCE (and the lab's Soft-RoCE)."""
     if fabric.kind.value == "efa":
@@ -84,20 +91,20 @@ def ceph_health(ctx: PlanContext, ceph: CephPlan) -> Check:
                   "bool", spec, "acceptance.ceph_as_planned",
                   f"HEALTH_OK with nothing muted, every PG active+clean, {ceph.osds.value} OSDs up and in, pools "
                   f"{pools} as planned; read on monitor {ceph.daemons.monitor_hosts[0]}",
-                  performance=False, args={"monitor": ceph.daemons.monitor_hosts[0]})
+                  performance=False, args=CephArgs(monitor=ceph.daemons.monitor_hosts[0]))
 
 
 def _on_system(check: Check, storage: StoragePlan) -> Check:
     """A check measured on the shared file system names the system (``args.system``; ``args.owner`` user: the
     user's own, which acceptance measures as it measures any other)."""
-    workload = check.args.get("workload")
+    workload = check.args.workload if isinstance(check.args, FioArgs) else None
     on_shared = (check.tool == "fio" and any(w == workload for w in ("seq_read", "seq_write", "mixed", "cache_read"))) \
         or (check.id == "storage.latency_p99" and storage.cache is None)
     if not on_shared:
         return check
     fs = storage.shared
-    return check.model_copy(update={"args": {**check.args, "system": fs.described, "owner": fs.owner,
-                                             "mount": fs.mount_point}})
+    args = check.args.model_copy(update={"system": fs.described, "owner": fs.owner, "mount": fs.mount_point})
+    return check.model_copy(update={"args": args})
 
 
 def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, qos: QosPlan, nccl: NcclPlan,
@@ -108,14 +115,14 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
         _check(ctx, "storage.read_throughput", "fio", "aggregate sequential read bw_bytes across clients",
                ">=", perf.read_throughput.value / GB, "GB/s", ["performance.storage.read_throughput"],
                "acceptance.read_throughput", f"{perf.read_throughput}",
-               args=_with_interval(workloads["seq_read"])),
+               args=workload_args(workloads["seq_read"])),
     ]
     if perf.write_throughput is not None:
         checks.append(_check(ctx, "storage.write_throughput", "fio", "aggregate sequential write bw_bytes",
                              ">=", perf.write_throughput.value / GB, "GB/s",
                              ["performance.storage.write_throughput"], "acceptance.write_throughput",
                              f"{perf.write_throughput}",
-                             args=_with_interval(workloads["seq_write"])))
+                             args=workload_args(workloads["seq_write"])))
     checks += [
         _check(ctx, "storage.latency_p99", "fio", "4k random read clat p99", "<=", perf.latency_p99.value * 1e6,
                "us", ["performance.storage.latency_p99"], "acceptance.latency_p99", f"{perf.latency_p99}",
@@ -123,7 +130,7 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
         _check(ctx, "storage.jitter", "fio", "coefficient of variation of per-interval read bandwidth", "<=",
                perf.jitter.value * 100, "%", ["performance.storage.jitter"], "acceptance.jitter_cv",
                f"stddev / mean of the summed per-interval bandwidth {perf.jitter}",
-               args=_with_interval(workloads["seq_read"])),
+               args=workload_args(workloads["seq_read"])),
         _check(ctx, "storage.mixed", "fio", "randrw 70/30, 4k-1M: completes without errors", "==", 0, "errors",
                ["performance.storage.read_throughput", "performance.storage.write_throughput"],
                "acceptance.mixed_workload", "the design's mixed workload", performance=False,
@@ -136,7 +143,7 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
                              gbit * nic.rdma_pass_fraction, "Gb/s", ["compute.accelerator", "target.provider"],
                              "acceptance.rdma_line_rate", f"{nic.rdma_pass_fraction:.0%} of {gbit:g} Gb/s "
                              f"(NGC multinode pass mark)", scope="rail",
-                             args={"size": "65536", "duration": "10", "qps": "2"}))
+                             args=PerftestArgs()))
     busbw_nic = next((n for n in ctx.catalog.nics.values() if n.nccl_busbw and n.speed.value == 50e9), None)
     if busbw_nic is not None and busbw_nic.nccl_busbw is not None:
         fraction = busbw_nic.nccl_busbw.value / busbw_nic.speed.value
@@ -154,13 +161,12 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
                              f"{compute.gpus_per_node} GPU(s), one rank per GPU; runs {', '.join(tests)} "
                              f"(business {ctx.req.business.type}/{ctx.req.business.domain}); NCCL must use "
                              f"{transport} between nodes", severity=severity,
-                             args={"op": "all_reduce", "minbytes": "2G", "maxbytes": "8G", "requires": "gpu",
-                                   # information for the report beside what NCCL chose, never pass/fail
-                                   "algorithm_expectation": nccl.algorithm_expectation.value,
-                                   # what the runner launches and the debug log must show (validators.nccl_run)
-                                   "tests": ",".join(tests), "nodes": str(compute.nodes.value),
-                                   "gpus_per_node": str(compute.gpus_per_node), "transport": transport,
-                                   "gpus": "emulated" if ctx.is_lab else "real"}))
+                             args=NcclArgs(
+                                 # information for the report beside what NCCL chose, never pass/fail
+                                 algorithm_expectation=nccl.algorithm_expectation.value,
+                                 # what the runner launches and the debug log must show (validators.nccl_run)
+                                 tests=tests, nodes=compute.nodes.value, gpus_per_node=compute.gpus_per_node,
+                                 transport=transport, gpus="emulated" if ctx.is_lab else "real")))
     if storage.nvmeof is not None:
         nv = storage.nvmeof
         delay = nv.reconnect_delay.value
@@ -172,23 +178,23 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
                              f"{SETTLE_DELAYS} x reconnect_delay {delay} s = {settle} s, one resetting for the "
                              f"host's admin_timeout + {RESET_EXTRA_DELAYS} x {delay} s",
                              scope="host", performance=False,
-                             args={"iopolicy": nv.iopolicy.value, "settle_s": str(settle),
-                                   "reset_extra_s": str(reset_extra)}))
+                             args=NvmeArgs(iopolicy=nv.iopolicy.value, settle=Duration.of(settle),
+                                           reset_extra=Duration.of(reset_extra))))
     if qos.applies:
         checks.append(_check(ctx, "qos.consistency", "qos", "layers agreeing with the QoS plan", "==", 1, "bool",
                              list(qos.dscp.derived_from.spec), "acceptance.qos_one_plan",
                              f"DSCP {qos.dscp.value}, priority {qos.roce_priority.value}, "
                              f"ToS {qos.traffic_class.value}",
                              scope="host", performance=False,
-                             args={"dscp": str(qos.dscp.value), "priority": str(qos.roce_priority.value),
-                                   "tos": str(qos.traffic_class.value)}))
+                             args=QosArgs(dscp=qos.dscp.value, priority=qos.roce_priority.value,
+                                         tos=qos.traffic_class.value)))
     if storage.cache is not None:
         checks.append(_check(ctx, "cache.hit_ratio", "prometheus",
                              "dm-cache read hit ratio over the fio run (its tier workloads)", ">=",
                              storage.cache.min_hit_ratio.value.value, "ratio",
                              list(storage.cache.min_hit_ratio.derived_from.spec), "acceptance.cache_hit_ratio",
                              storage.cache.min_hit_ratio.derived_from.formula, severity="warning", scope="host",
-                             args={"query": HIT_RATIO}))
+                             args=PrometheusArgs(query=HIT_RATIO)))
     fscache = storage.shared.fscache
     if fscache is not None and "cache_read" in workloads:
         floor = fscache.min_hit_ratio
@@ -199,9 +205,9 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
                              floor.value.value, "ratio", list(floor.derived_from.spec), "acceptance.fscache_hit_ratio",
                              f"{floor.derived_from.formula}; from /proc/fs/fscache/stats before and after the second "
                              f"pass: {hits} / ({hits} + {misses})", scope="host", performance=False,
-                             args={**workload_args(workloads["cache_read"]), "passes": "2",
-                                   "hits": ",".join(f"{line}:{key}" for line, key in fscache.counters.hits),
-                                   "misses": ",".join(f"{line}:{key}" for line, key in fscache.counters.misses)}))
+                             args=workload_args(workloads["cache_read"]).model_copy(update={
+                                 "passes": 2, "hits": tuple(map(counter_name, fscache.counters.hits)),
+                                 "misses": tuple(map(counter_name, fscache.counters.misses))})))
     if storage.ceph is not None:
         checks.append(ceph_health(ctx, storage.ceph))
     checks.append(_check(ctx, "monitoring.targets_up", "prometheus", "share of scrape targets up", ">=", 1.0,

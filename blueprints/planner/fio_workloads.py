@@ -35,6 +35,7 @@ from blueprints.blueprint import (
     Traced,
     traced,
 )
+from blueprints.blueprint.check_args import FioArgs
 from blueprints.planner.context import PlanContext
 from blueprints.units import Duration, Size
 
@@ -209,13 +210,10 @@ def plan_scratch(storage: StoragePlan) -> tuple[ScratchArea, ...]:
     return (shared, tier) if storage.nvmeof is not None else (shared,)
 
 
-def workload_args(w: FioWorkload) -> dict[str, str]:
-    """The check arguments that name a workload and repeat its shape (for `clustersmith explain`)."""
-    args = {"workload": w.name, "rw": w.rw, "bs" if "-" not in w.bs else "bsrange": w.bs,
-            "iodepth": str(w.iodepth.value), "numjobs": str(w.numjobs.value), "direct": "1" if w.direct else "0",
-            "ioengine": w.ioengine}
-    if w.rwmixread is not None:
-        args["rwmixread"] = str(w.rwmixread)
-    if w.verify:
-        args["verify"] = w.verify
-    return args
+def workload_args(w: FioWorkload) -> FioArgs:
+    """The check arguments that name a workload and repeat its shape (for `clustersmith explain`), with the interval
+    of its bandwidth log (fio's bwavgtime, ``log_avg_msec`` in the job file) a per-interval series is summed over."""
+    ranged = "-" in w.bs
+    return FioArgs(workload=w.name, rw=w.rw, bs=None if ranged else w.bs, bsrange=w.bs if ranged else None,
+                   iodepth=w.iodepth.value, numjobs=w.numjobs.value, direct=w.direct, ioengine=w.ioengine,
+                   rwmixread=w.rwmixread, verify=w.verify, bwavgtime=Duration.of(w.log_avg_ms / 1000))

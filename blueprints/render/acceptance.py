@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from blueprints.blueprint import Blueprint, FioWorkload
+from blueprints.blueprint.check_args import FioArgs
 from blueprints.textsafe import one_line
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "acceptance"
@@ -35,8 +36,8 @@ def _plan(bp: Blueprint) -> dict[str, Any]:
     checks = []
     for check in bp.acceptance.checks:
         item = check.model_dump(mode="json")
-        name = check.args.get("workload")
-        if check.tool == "fio" and name in workloads:
+        name = check.args.workload if isinstance(check.args, FioArgs) else None
+        if name in workloads:
             item["job_file"] = job_file(workloads[name])
         checks.append(item)
     planned = []
@@ -87,7 +88,7 @@ class FioTarget(BaseModel):
 def fio_job(bp: Blueprint, w: FioWorkload, target: FioTarget) -> str:
     """The job file of workload ``w`` writing to ``target``: what `build` writes for the plan's scratch directory
     and what `accept` runs for the target it was given."""
-    ids = [c.id for c in bp.acceptance.checks if c.tool == "fio" and c.args.get("workload") == w.name]
+    ids = [c.id for c in bp.acceptance.checks if isinstance(c.args, FioArgs) and c.args.workload == w.name]
     return _env().get_template("workload.fio.j2").render(
         w=w, name=bp.name, spec_file=one_line(bp.spec_file), check_ids=ids or ["(none)"], target=target,
         size_bytes=int(w.size.value.value))

@@ -103,14 +103,19 @@ def test_the_graph_is_read() -> None:
 
 
 # The Blueprint package: the root model in blueprints.blueprint, one module per noun below it (the layer of
-# blueprints.blueprint covers them all, and every one is downstream-importable like the root).
+# blueprints.blueprint covers them all, and every one is downstream-importable like the root), and two modules the
+# nouns and the root build on: a check's typed arguments (read through the acceptance noun) and the file's format.
 BLUEPRINT_NOUNS = tuple(f"blueprints.blueprint.{n}" for n in (
     "compute", "fabric", "qos", "nccl", "storage", "ceph", "shared_fs", "monitoring", "acceptance", "target"))
+BLUEPRINT_PARTS = ("blueprints.blueprint.check_args", "blueprints.blueprint.format")
 
 
 def test_the_blueprint_is_a_root_over_one_module_per_noun() -> None:
-    assert sorted(m for m in MODULES if m.startswith("blueprints.blueprint.")) == sorted(BLUEPRINT_NOUNS)
-    assert GRAPH["blueprints.blueprint"] >= set(BLUEPRINT_NOUNS)
+    assert sorted(m for m in MODULES if m.startswith("blueprints.blueprint.")) == sorted(
+        BLUEPRINT_NOUNS + BLUEPRINT_PARTS)
+    assert GRAPH["blueprints.blueprint"] >= {*BLUEPRINT_NOUNS, "blueprints.blueprint.format"}
+    assert "blueprints.blueprint.check_args" in GRAPH["blueprints.blueprint.acceptance"]
+    assert [m for m in BLUEPRINT_PARTS if "blueprints.blueprint" in GRAPH[m]] == []
     assert [m for m in BLUEPRINT_NOUNS if "blueprints.blueprint" in GRAPH[m]] == []  # a noun never imports the root
     assert "blueprints.model" in GRAPH["blueprints.blueprint.compute"]
 
@@ -178,6 +183,8 @@ LAYERS = (
      "blueprints.textsafe",  # escaping user text for the generated files' formats
      "blueprints.yamltext",  # YAML text of large documents, libyaml's layout
      "blueprints.traced",  # a planned value with its derived_from, for the Blueprint and the lab plan alike
+     "blueprints.blueprint.check_args",  # a check's tool arguments, typed per tool family, for the Blueprint's checks
+     "blueprints.blueprint.format",  # blueprint.yaml's format version and the refusal of an older one
      "blueprints.commands"),  # the command registry: it finds stacks' and validators' commands by entry point
     ("blueprints.spec", "blueprints.blueprint"),
     ("blueprints.loader", "blueprints.planner", "blueprints.rolevars", "blueprints.explain", "blueprints.summary",

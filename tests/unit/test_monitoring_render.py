@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from blueprints.blueprint import ScrapeJob
+from blueprints.blueprint.check_args import PrometheusArgs, args_as
 from blueprints.hosts import HostGroup, names_by_role
 from blueprints.loader import load_requirements
 from blueprints.planner.monitoring import scrape_sets
@@ -283,7 +284,7 @@ def test_one_hit_ratio_serves_the_alert_the_dashboard_and_acceptance(example: Pa
         alert = alerts["CacheHitRatioLow"]
         assert alert.expr == f"{q.recorded} < {{threshold}}"
         check = checks["cache.hit_ratio"]
-        assert check.args["query"] == q.name and check.threshold == pytest.approx(alert.threshold)
+        assert args_as(check.args, PrometheusArgs).query == q.name and check.threshold == pytest.approx(alert.threshold)
     fscache = bp.storage.shared.fscache
     if fscache is None:
         assert "FsCacheHitRatioLow" not in alerts and "cache.fscache_hit_ratio" not in checks

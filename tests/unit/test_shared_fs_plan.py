@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from blueprints.blueprint.check_args import FioArgs, args_as
 from blueprints.errors import InfeasibleError, SpecError
 from blueprints.loader import parse_requirements
 from blueprints.planner import plan
@@ -121,11 +122,13 @@ def test_an_external_system_replaces_every_storage_server() -> None:
     assert "cache.hit_ratio" not in checks and "storage.ceph_health" not in checks and "nvmeof.paths" not in checks
     for cid in ("storage.read_throughput", "storage.write_throughput", "storage.latency_p99", "storage.mixed",
                 "cache.fscache_hit_ratio"):
-        assert checks[cid].args["owner"] == "user", cid
-        assert checks[cid].args["system"].startswith("the user's own nfs at 10.0.0.5:/export/train"), cid
+        args = args_as(checks[cid].args, FioArgs)
+        assert args.owner == "user", cid
+        assert (args.system or "").startswith("the user's own nfs at 10.0.0.5:/export/train"), cid
     assert {w.on for w in bp.acceptance.workloads} == {"shared"}
-    assert checks["cache.fscache_hit_ratio"].args["hits"] == "IO:rd"
-    assert checks["cache.fscache_hit_ratio"].args["misses"] == "IO:wr,NoSpace:nwr"
+    cache = args_as(checks["cache.fscache_hit_ratio"].args, FioArgs)
+    assert (cache.hits, cache.misses) == (("IO:rd",), ("IO:wr", "NoSpace:nwr"))
+    assert (cache.hit_counters, cache.miss_counters) == ((("IO", "rd"),), (("IO", "wr"), ("NoSpace", "nwr")))
 
 
 @pytest.mark.parametrize(("capability", "path", "message"), [

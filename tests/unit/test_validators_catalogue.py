@@ -61,6 +61,8 @@ def test_the_readme_holds_the_catalogue_as_generated_now() -> None:
 def _check(check_id: str, severity: str = "error", spec: tuple[str, ...] = ("performance.x",)) -> Check:
     return Check.model_validate({"id": check_id, "tool": "fio", "metric": "m", "op": ">=", "threshold": 1.0,
                                  "unit": "GB/s", "severity": severity, "scope": "cluster",
+                                 "args": {"kind": "fio", "workload": "w", "rw": "read", "iodepth": 1, "numjobs": 1,
+                                          "direct": True},
                                  "derived_from": Provenance(spec=spec, rule="acceptance.x")})
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from blueprints.blueprint import Blueprint, Check, Provenance
+from blueprints.blueprint.check_args import CephArgs
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from validators.ceph import parse_osd_tree, parse_pools, parse_status
@@ -54,7 +55,7 @@ def judged(bp: Blueprint, found: Results) -> Measurement:
 
 # The check as a Blueprint without Ceph would carry it, had it been planned: the rule must say not applicable
 CLOUD_CHECK = Check(id="storage.ceph_health", tool="ceph", metric="Ceph health", op="==", threshold=1, unit="bool",
-                    severity="error", scope="cluster", args={"monitor": "none"},
+                    severity="error", scope="cluster", args=CephArgs(monitor="none"),
                     derived_from=Provenance(spec=("target.provider",), rule="test", formula="test"))
 
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from blueprints.blueprint import Blueprint
+from blueprints.blueprint.check_args import FioArgs, args_as
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from validators.evaluate import evaluate
-from validators.fscache import counters, delta, parse_stats
+from validators.fscache import delta, parse_stats
 from validators.outcome import CheckResult
 from validators.results import Results
 
@@ -42,7 +43,8 @@ def reading(host: str, i: int) -> dict[tuple[str, str], float]:
 
 def test_the_labs_cephfs_counters_count_the_first_pass_as_misses_and_the_second_as_hits(lab: Blueprint) -> None:
     check = next(c for c in lab.acceptance.checks if c.id == CHECK)
-    hits, misses = counters(check.args["hits"]), counters(check.args["misses"])
+    args = args_as(check.args, FioArgs)
+    hits, misses = args.hit_counters, args.miss_counters
     assert (hits, misses) == ((("RdHelp", "RD"),), (("RdHelp", "DL"),))  # the plan's CephFS definition
     for host in ("client-1", "client-2"):
         before, first, second = (reading(host, i) for i in range(3))

@@ -49,8 +49,8 @@ def nccl_check(bp: Blueprint) -> Check:
     return next(c for c in bp.acceptance.checks if c.id == "nccl.allreduce_busbw")
 
 
-def with_args(check: Check, **args: str) -> Check:
-    return check.model_copy(update={"args": {**check.args, **args}})
+def with_args(check: Check, **args: object) -> Check:
+    return Check.model_validate({**dict(check), "args": {**check.args.model_dump(), **args}})
 
 
 def inventory(bp: Blueprint, rails: bool = True, slurm: str | None = None) -> Inventory:
@@ -187,7 +187,7 @@ def test_a_malformed_preflight_file_is_named(tmp_path: Path) -> None:
 def test_efa_log_with_its_planned_counts_shows_no_violation() -> None:
     debug = parse_nccl_debug_file(FIXTURES / "debug" / "eks-efa-2x1-t4-interleaved.txt")
     # edited: the llm plan's counts set to the recording's 2 nodes x 1 GPU
-    check = with_args(nccl_check(blueprint("llm-training-16k")), nodes="2", gpus_per_node="1")
+    check = with_args(nccl_check(blueprint("llm-training-16k")), nodes=2, gpus_per_node=1)
     assert debug_violations(debug, check, "run.txt") == []
 
 
@@ -213,7 +213,7 @@ def test_the_wrong_plugin_and_the_wrong_counts_are_named() -> None:
         "r: NCCL printed no communicator size (no 'comm ... nranks' line); 512 ranks planned",
         "r: NCCL ran on 2 node(s); planned 64"]
     h100 = parse_nccl_debug_file(FIXTURES / "debug" / "nccl-1357-h100-2node-comm.txt")  # nRanks 16 nNodes 2
-    gib = with_args(nccl_check(blueprint("recsys-inference")), nodes="2")  # edited: 2 nodes, as the recording
+    gib = with_args(nccl_check(blueprint("recsys-inference")), nodes=2)  # edited: 2 nodes, as the recording
     assert debug_violations(h100, gib, "r") == [
         "r: NCCL used unknown (networks not printed); expected the gIB plugin"]
 

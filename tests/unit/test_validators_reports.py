@@ -35,8 +35,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> RunReport:
               spec_lines={"performance.storage.read_throughput": 21})
     # edited: the lab's GPUs are emulated (its NCCL check is not applicable there); its NCCL check is judged here as
     # if they were real, so that the recorded two-node sweep is judged and plotted
-    edited = tuple(c.model_copy(update={"args": {**c.args, "gpus": "real"}}) if c.id == "nccl.allreduce_busbw" else c
-                   for c in bp.acceptance.checks)
+    edited = tuple(c.model_copy(update={"args": c.args.model_copy(update={"gpus": "real"})})
+                   if c.id == "nccl.allreduce_busbw" else c for c in bp.acceptance.checks)
     bp = bp.model_copy(update={"acceptance": bp.acceptance.model_copy(update={"checks": edited})})
     checks = evaluate(bp, Results(root), strict=False)
     return RunReport(blueprint=bp.name, spec_file=bp.spec_file, spec_lines=bp.spec_lines,

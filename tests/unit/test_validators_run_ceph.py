@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from blueprints.blueprint import Blueprint, Check
+from blueprints.blueprint.check_args import CephArgs, args_as
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
@@ -53,13 +54,13 @@ def session(bp: Blueprint, tmp_path: Path, hosts: tuple[str, ...] = ("storage-1"
 def test_ceph_is_planned_on_bare_metal_and_the_lab_read_on_the_first_monitor(lab: Blueprint) -> None:
     check = ceph_check(lab)
     assert (check.tool, check.op, check.threshold, check.severity) == ("ceph", "==", 1, "error")  # judged in the lab
-    assert check.args == {"monitor": "storage-1"}
+    assert check.args == CephArgs(monitor="storage-1")
     assert check.derived_from.spec == ("data.training_set", "data.hot_fraction", "target.storage_targets",
                                        "target.provider")
     assert "4 OSDs up and in" in check.derived_from.formula and "cephfs_hot hot_k2m1" in check.derived_from.formula
     metal = blueprint("cv-training-500tb")
     assert metal.storage.ceph is not None
-    assert ceph_check(metal).args["monitor"] == metal.storage.ceph.daemons.monitor_hosts[0]
+    assert args_as(ceph_check(metal).args, CephArgs).monitor == metal.storage.ceph.daemons.monitor_hosts[0]
     assert "performance.storage.read_throughput" in ceph_check(metal).derived_from.spec
     assert all(c.id != "storage.ceph_health" for c in blueprint("llm-training-16k").acceptance.checks)  # FSx
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from blueprints.blueprint import Check, load_blueprint
+from blueprints.blueprint.check_args import FioArgs, NvmeArgs, args_as
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
@@ -298,7 +299,8 @@ def test_the_paths_probe_settles_for_the_windows_the_blueprint_gives_the_check(o
     probe.run(runner, ["nvme"], {"nvme": ["nvmeof.paths"]})
     paths = next(c for c in runner.bp.acceptance.checks if c.id == "nvmeof.paths")
     delay = runner.bp.storage.nvmeof.reconnect_delay.value  # type: ignore[union-attr]
-    assert (paths.args["settle_s"], paths.args["reset_extra_s"]) == (str(3 * delay), str(2 * delay))
+    args = args_as(paths.args, NvmeArgs)
+    assert (args.settle.value, args.reset_extra.value) == (3 * delay, 2 * delay)
     for client in ("client-1", "client-2"):  # every client's own job settles for them
         assert runner.jobs[0].specs[client]["settle_s"] == 3 * delay
         assert runner.jobs[0].specs[client]["reset_extra_s"] == 2 * delay
@@ -454,6 +456,7 @@ def test_every_fio_series_check_reads_its_interval_from_the_blueprint(example: s
                                                           "storage.jitter")]
     assert len(series) >= 2
     for check in series:
-        w = workloads[check.args["workload"]]
-        assert check.args["bwavgtime"] == str(w.log_avg_ms), check.id
+        args = args_as(check.args, FioArgs)
+        w = workloads[args.workload]
+        assert args.interval_ms == w.log_avg_ms, check.id
         assert f"log_avg_msec={w.log_avg_ms}\n" in fio_job(bp, w, FioTarget(kind="directory", path="/x"))

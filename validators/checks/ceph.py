@@ -9,6 +9,7 @@ planner's ``daemons.monitor_hosts[0]``): the result covers one cluster of one.""
 from __future__ import annotations
 
 from blueprints.blueprint import CephPlan, CephPool, Check
+from blueprints.blueprint.check_args import CephArgs, args_as
 from validators.ceph import CEPH_OWN_POOLS, OsdState, PoolState, parse_osd_tree, parse_pools, parse_status
 from validators.checks import one_file, rule
 from validators.coverage import Planned, count
@@ -24,7 +25,7 @@ FOLDER = "ceph"
 
 def cluster_coverage(check: Check, seen: int) -> Coverage:
     """One cluster per Blueprint, read on the monitor host the plan names (``args.monitor``)."""
-    return count(f"clusters (read on monitor {check.args['monitor']})", seen, 1)
+    return count(f"clusters (read on monitor {args_as(check.args, CephArgs).monitor})", seen, 1)
 
 
 def judge_osds(planned: Planned, osds: tuple[OsdState, ...]) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from blueprints.blueprint import Check
+from blueprints.blueprint.check_args import NvmeArgs, QosArgs, args_as
 from validators.checks import missing, rule, setup_failure
 from validators.coverage import Planned, count, cover
 from validators.errors import parse_error
@@ -41,7 +42,7 @@ def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measuremen
     if not listings:
         return missing("nvme list-subsys output", "nvme/<host>.json").model_copy(
             update={"coverage": (cover("hosts", [], hosts_planned),)})
-    want = check.args.get("iopolicy")
+    want = args_as(check.args, NvmeArgs).iopolicy
     details, notes, violations = [], [], []
     seen_subsystems: list[str] = []
     live_paths = 0
@@ -110,8 +111,8 @@ def qos_consistency(check: Check, results: Results, planned: Planned) -> Measure
     if not hosts:
         return missing("QoS layer settings", "qos/<host>/{nccl.conf,discovery.conf,rdma_cm_tos.json}").model_copy(
             update={"coverage": (cover("hosts", [], planned.gpu_nodes),)})
-    plan = LayerQos(layer="plan", field="qos.dscp", dscp=int(check.args["dscp"]),
-                    priority=int(check.args["priority"]), shown=f"DSCP {check.args['dscp']}")
+    args = args_as(check.args, QosArgs)
+    plan = LayerQos(layer="plan", field="qos.dscp", dscp=args.dscp, priority=args.priority, shown=f"DSCP {args.dscp}")
     details, violations = [], []
     for host in hosts:
         tos = results.text("qos", host, "rdma_cm_tos.json")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from blueprints.blueprint import Check
+from blueprints.blueprint.check_args import PrometheusArgs, args_as
 from validators.checks import one_file, rule
 from validators.coverage import Planned, cover
 from validators.monitoring import parse_targets, parse_vector
@@ -51,12 +52,12 @@ def targets_up(check: Check, results: Results, planned: Planned) -> Measurement:
                   "whose cache saw no read in the window; a GPU node missing, or an instance the Blueprint does not "
                   "name")
 def cache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measurement:
-    """The plan's hit ratio query (``check.args["query"]``), counted over the fio workloads' window, per client."""
+    """The plan's hit ratio query (``check.args.query``), counted over the fio workloads' window, per client."""
     found = one_file(check, results, "answer to the cache hit ratio query", "prometheus", "cache_hit_ratio.json")
     if isinstance(found, Measurement):
         return found
     samples = parse_vector(*found)
-    series = check.args.get("query", "hit ratio")
+    series = args_as(check.args, PrometheusArgs).query or "hit ratio"
     coverage = (cover("hosts", [s.labels.get("instance", "?") for s in samples], planned.gpu_nodes),)
     if not samples:
         return Measurement(coverage=coverage, setup_error=f"Prometheus has no {series} series over the fio "

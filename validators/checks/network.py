@@ -14,12 +14,14 @@ import re
 from pathlib import Path
 
 from blueprints.blueprint import Check
+from blueprints.blueprint.check_args import NcclArgs, args_as
+from blueprints.units import Size
 from validators.checks import missing, rule, setup_failure
 from validators.coverage import Planned, count, cover
 from validators.errors import ParseError, parse_error
 from validators.nccl import NcclRun, parse_nccl_file
 from validators.nccl_debug import NcclDebug, parse_nccl_debug_file
-from validators.nccl_run import debug_violations, emulated, judge_preflight, read_preflight
+from validators.nccl_run import debug_violations, emulated, judge_preflight, nccl_size, read_preflight
 from validators.outcome import Coverage, Detail, Measurement, Reference, Series
 from validators.rdma import parse_perftest_bw_file
 from validators.results import Results
@@ -94,6 +96,21 @@ def debug_note(name: str, debug: NcclDebug, expectation: str | None) -> str:
     return "; ".join(parts)
 
 
+def algorithm_note(debugs: list[NcclDebug], nodes: int) -> str | None:
+    """The algorithm(s) the all_reduce runs used, as NCCL's debug output says (forced by NCCL_ALGO, else chosen per
+    size in its TUNING lines); None where it says neither: nothing sets the algorithm, so nothing is claimed. On
+    ``nodes`` 2, where Tree ran, its busbw can exceed the wire."""
+    forced = sorted({d.env["NCCL_ALGO"] for d in debugs if "NCCL_ALGO" in d.env})
+    chosen = sorted({a for d in debugs if "NCCL_ALGO" not in d.env for a in d.algorithms})
+    if not forced and not chosen:
+        return None
+    said = ([f"NCCL_ALGO={', '.join(forced)} (set in the environment)"] if forced else []) + \
+        ([f"{', '.join(chosen)} (NCCL's choice per size)"] if chosen else [])
+    tree = any(a.startswith("Tree") for a in forced + chosen)
+    return f"all_reduce ran with {'; '.join(said)}, from NCCL's debug output" + (
+        ": on two nodes Tree's busbw can exceed the wire" if tree and nodes == 2 else "")
+
+
 def _debug(path: Path) -> NcclDebug | None:
     """The NCCL INFO lines of an nccl-tests log (NCCL_DEBUG=INFO interleaves them), or a beside-it ``.debug.log``."""
     for candidate in (path.with_suffix(".debug.log"), path):
@@ -112,10 +129,10 @@ def _run_coverage(run: NcclRun, debug: NcclDebug | None, planned: Planned) -> tu
     return count("ranks", ranks, planned.ranks), count("nodes", nodes, len(planned.gpu_nodes))
 
 
-def _incomplete(run: NcclRun, where: str, min_bytes: int, max_text: str) -> str | None:
+def _incomplete(run: NcclRun, where: str, min_bytes: int, max_size: Size) -> str | None:
     """Why a run's sweep is not whole: rows missing up to the plan's largest size, or no footer."""
     largest = max(r.size for r in run.rows)
-    max_bytes = nccl_bytes(max_text)
+    max_bytes, max_text = int(max_size.value), nccl_size(max_size)
     if largest < max_bytes:
         return (f"{where} stops at {largest} B, short of the plan's {max_text} ({max_bytes} B)"
                 + ("" if run.footer else ", with no footer ('# Avg bus bandwidth'): the sweep was cut off")
@@ -129,8 +146,9 @@ def _gpu_gate(check: Check, results: Results, planned: Planned) -> Measurement |
     """The runner's GPU pre-flight (nccl/preflight.json) judged against the plan; not applicable only where the
     Blueprint says the GPUs are emulated. Without a pre-flight (hand-made results), or for a Blueprint from before
     the plan said so (no ``gpus`` argument), host-facts.json's counts are judged."""
-    if "gpus" not in check.args:
-        return _gpus(results, planned) if check.args.get("requires") == "gpu" else None
+    args = args_as(check.args, NcclArgs)
+    if args.gpus is None:
+        return _gpus(results, planned) if args.requires == "gpu" else None
     if emulated(check):
         return judge_preflight(check, {})
     path = results.root / "nccl" / "preflight.json"
@@ -164,9 +182,10 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
     if not files:
         return missing("all_reduce_perf output", "nccl/<name>.txt or nccl/<name>.json").model_copy(
             update={"coverage": (count("ranks", 0, planned.ranks),)})
-    min_bytes = nccl_bytes(check.args.get("minbytes", "0"))
-    max_text = check.args.get("maxbytes", check.args.get("minbytes", "0"))
+    args = args_as(check.args, NcclArgs)
+    min_bytes, max_size = int(args.minbytes.value), args.maxbytes
     details: list[Detail] = []
+    debugs: list[NcclDebug] = []
     series: list[Series] = []
     notes: list[str] = []
     failures: list[str] = []
@@ -177,11 +196,12 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
         debug = _debug(path)
         violations += debug_violations(debug, check, path.name)
         if debug is not None:
-            notes.append(debug_note(path.name, debug, check.args.get("algorithm_expectation")))
+            notes.append(debug_note(path.name, debug, args.algorithm_expectation))
+            debugs.append(debug)
         for run in parse_nccl_file(path).runs:
             where = f"{path.name} {run.name}" if run.test or run.first_line > 1 else path.name
             failures += [f"{where}: {f}" for f in run.failures()]
-            if (why := _incomplete(run, where, min_bytes, max_text)) is not None:
+            if (why := _incomplete(run, where, min_bytes, max_size)) is not None:
                 incomplete.append(why)
             if run.test not in ALLREDUCE_TESTS:
                 notes.append(f"{where}: judged for errors and completeness only (the check measures all_reduce)")
@@ -206,12 +226,13 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
         for run in parse_nccl_file(path).runs:
             where = f"collectives/{path.name}" + (f" {run.name}" if run.test or run.first_line > 1 else "")
             failures += [f"{where}: {f}" for f in run.failures()]
-            if (why := _incomplete(run, where, min_bytes, max_text)) is not None:
+            if (why := _incomplete(run, where, min_bytes, max_size)) is not None:
                 incomplete.append(why)
             other = [r.out_of_place.busbw for r in run.large(min_bytes) if r.out_of_place is not None]
             notes.append(f"{where}: lowest out-of-place busbw " + (f"{min(other):g} GB/s" if other else "none")
                          + f" at sizes >= {min_bytes} B (information)")
-    notes.append(f"on two nodes run with NCCL_ALGO={check.args.get('algo', 'Ring')}: tree busbw can exceed the wire")
+    if (used := algorithm_note(debugs, args.nodes)) is not None:
+        notes.append(used)
     lines = (Reference(kind="busbw", y=check.threshold, label=f"{check.op} {check.threshold:g} {check.unit}"),) \
         if check.unit == "GB/s" else ()
     judged = Measurement(value=min((d.value or 0.0 for d in details), default=None), details=tuple(details),

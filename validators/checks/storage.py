@@ -8,6 +8,7 @@ missing, foreign or twice-reported host is a setup error; a job fio says ended w
 from __future__ import annotations
 
 from blueprints.blueprint import Check
+from blueprints.blueprint.check_args import FioArgs, args_as
 from validators.checks import missing, rule, setup_failure
 from validators.coverage import Planned, cover
 from validators.errors import ParseError
@@ -19,7 +20,7 @@ from validators.fio import (
     merged_percentile,
     worst_percentile,
 )
-from validators.fscache import counters, delta, parse_stats
+from validators.fscache import delta, parse_stats
 from validators.outcome import Coverage, Detail, Measurement, Reference, Series
 from validators.results import FioWorkloadResults, Results
 
@@ -32,7 +33,7 @@ def _workload(check: Check, results: Results, planned: Planned) -> FioWorkloadRe
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
         return failed.model_copy(update={"coverage": (cover("hosts", [], planned.gpu_nodes),)})
-    name = check.args.get("workload", "")
+    name = args_as(check.args, FioArgs).workload
     found = results.fio(name)
     if found is None:
         return missing(f"fio output of workload {name!r}", f"fio/{name}/<host>.json").model_copy(
@@ -90,7 +91,7 @@ def _throughput(check: Check, results: Results, planned: Planned, direction: Dir
     details = tuple(Detail(where=host, value=run.bw_bytes(direction) / scale, unit=check.unit)
                     for host, run in sorted(found.runs.items()))
     total = sum(d.value or 0.0 for d in details)
-    interval = int(check.args.get("bwavgtime", "500"))
+    interval = args_as(check.args, FioArgs).interval_ms
     logs = [log for host_logs in found.logs.values() for log in host_logs]
     summed = interval_series(logs, LOG_DIRECTION[direction], interval)
     series = ((Series(kind="throughput", name=f"all clients {direction}", points=tuple(summed)),) if summed else ()) \
@@ -189,7 +190,7 @@ def jitter(check: Check, results: Results, planned: Planned) -> Measurement:
         return found
     coverage, host_notes = _coverage(found, planned)
     judged = Measurement(coverage=(coverage,), failed_runs=_failures(found))
-    interval = int(check.args.get("bwavgtime", "500"))
+    interval = args_as(check.args, FioArgs).interval_ms
     logs = [log for host_logs in found.logs.values() for log in host_logs]
     summed = interval_series(logs, LOG_DIRECTION["read"], interval)
     cv = coefficient_of_variation([bw for _, bw in summed])
@@ -204,7 +205,8 @@ def jitter(check: Check, results: Results, planned: Planned) -> Measurement:
     per_job = [(host, d.bw_dev / d.bw_mean * 100.0) for host, run in found.runs.items() for j in run.jobs
                if (d := j.read) is not None and d.bw_mean > 0 and d.bw_samples >= 2]
     if not per_job:
-        gone = missing("bandwidth logs or per-interval statistics", f"fio/{check.args.get('workload')}/<host>_bw.*.log")
+        gone = missing("bandwidth logs or per-interval statistics",
+                       f"fio/{args_as(check.args, FioArgs).workload}/<host>_bw.*.log")
         return judged.model_copy(update={"setup_error": gone.setup_error})
     worst = max(per_job, key=lambda p: p[1])
     return judged.model_copy(update={
@@ -252,13 +254,14 @@ def fscache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measu
     if isinstance(found, Measurement):
         return found
     coverage, notes = _coverage(found, planned)
-    hits, misses = counters(check.args.get("hits", "")), counters(check.args.get("misses", ""))
-    folder = f"fio/{check.args.get('workload')}"
+    args = args_as(check.args, FioArgs)
+    hits, misses = args.hit_counters, args.miss_counters
+    folder = f"fio/{args.workload}"
     details, wrong = [], []
     for host in sorted(found.runs):
         try:
             read = [parse_stats(text, f"{folder}/{host}.fscache.{i}") if (text := results.text(
-                "fio", check.args.get("workload", ""), f"{host}.fscache.{i}")) is not None else None
+                "fio", args.workload, f"{host}.fscache.{i}")) is not None else None
                 for i in range(3)]
             if any(r is None for r in read):
                 wrong.append(f"{host}: no FS-Cache counters ({folder}/{host}.fscache.0, .1, .2)")
@@ -290,8 +293,8 @@ def fscache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measu
 
 def _system(check: Check) -> tuple[str, ...]:
     """What the check measured, where the plan names it: the user's own system is measured like any other."""
-    system = check.args.get("system")
-    if not system:
+    args = args_as(check.args, FioArgs)
+    if not args.system:
         return ()
-    own = " (the user's own system, not one clustersmith built)" if check.args.get("owner") == "user" else ""
-    return (f"measured on {system}, mounted at {check.args.get('mount', '?')}{own}",)
+    own = " (the user's own system, not one clustersmith built)" if args.owner == "user" else ""
+    return (f"measured on {args.system}, mounted at {args.mount or '?'}{own}",)

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from blueprints.blueprint import Blueprint, Check
+from blueprints.blueprint.check_args import CephArgs, args_as
 from validators.ceph import parses
 from validators.checks.ceph import FOLDER, OUTPUTS
 from validators.inventory import Inventory
@@ -66,7 +67,7 @@ def plan_read(bp: Blueprint, check: Check, inventory: Inventory, scale: float = 
     none to read on (no Ceph planned, the host not in the inventory)."""
     if bp.storage.ceph is None:
         return "the Blueprint plans no Ceph cluster"
-    host = check.args["monitor"]
+    host = args_as(check.args, CephArgs).monitor
     if host not in inventory.hosts:
         return (f"monitor host {host} (the check's args.monitor) is not in the inventory "
                 f"({', '.join(sorted(inventory.hosts)) or 'no hosts'})")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from blueprints.blueprint import Check
-from validators.checks.network import nccl_bytes
+from blueprints.blueprint.check_args import NcclArgs, args_as
 from validators.errors import ParseError
 from validators.nccl import parse_nccl_file
 from validators.nccl_run import (
@@ -177,7 +177,7 @@ def _busbw(log: Path, check: Check) -> float | None:
         runs = parse_nccl_file(log).runs
     except ParseError:
         return None
-    large = [r.out_of_place.busbw for run in runs for r in run.large(nccl_bytes(check.args.get("minbytes", "0")))
+    large = [r.out_of_place.busbw for run in runs for r in run.large(int(args_as(check.args, NcclArgs).minbytes.value))
              if r.out_of_place is not None]
     return min(large) if large else None
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from blueprints.blueprint import Check
+from blueprints.blueprint.check_args import PerftestArgs
 from blueprints.hosts import expand
 from validators.run.jobs import Job, SpecValue, argv_text
 from validators.run.plumbing import HostOutcome, Session
@@ -107,6 +108,13 @@ def plan_waves(session: Session) -> tuple[list[Wave], list[str]]:
     if client_rails and not targets:
         problems.append("the storage fabric's pairs need a storage target; the inventory's storage_targets is empty")
     return compute_waves(nodes, bp.compute.rails.value) + storage_waves(nodes, client_rails, targets), problems
+
+
+def write_bw_args(args: PerftestArgs) -> tuple[list[str], int]:
+    """ib_write_bw's flags from the check's arguments (message size, seconds, queue pairs), and its seconds."""
+    duration = round(args.duration.value)
+    return ["-s", str(int(args.size.value)), "-D", str(duration), "-q", str(args.qps), "--report_gbits",
+            "-F"], duration
 
 
 def run(session: Session, check: Check, tool: str, args: list[str], duration_s: int) -> None:

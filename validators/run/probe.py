@@ -12,6 +12,7 @@ import json
 import math
 from urllib.parse import urlencode
 
+from blueprints.blueprint.check_args import NvmeArgs, PrometheusArgs, args_as
 from validators.run.jobs import Job, SpecValue
 from validators.run.plumbing import HostOutcome, Session
 
@@ -30,13 +31,13 @@ def run(session: Session, probes: list[str], check_ids: dict[str, list[str]]) ->
             session.setup_error(cid, "cluster", "no fio workload ran in this acceptance run: the hit ratio is counted "
                                                 "over the fio workloads' window")
     paths = session.check("nvmeof.paths")
-    settle = paths.args if paths is not None else {}
+    settle = args_as(paths.args, NvmeArgs) if paths is not None else NvmeArgs()
     on_clients = [p for p in probes if p in CLIENT_PROBES]
     asked = [p for p in probes if p not in CLIENT_PROBES]
     client_outcomes: dict[str, HostOutcome] = {}
     if on_clients:
-        common: dict[str, SpecValue] = {"probes": " ".join(on_clients), "settle_s": int(settle.get("settle_s", "0")),
-                                        "reset_extra_s": int(settle.get("reset_extra_s", "0"))}
+        common: dict[str, SpecValue] = {"probes": " ".join(on_clients), "settle_s": round(settle.settle.value),
+                                        "reset_extra_s": round(settle.reset_extra.value)}
         specs = {h: {"host": h, **common} for h in clients}
         client_outcomes = session.job(Job("probe", "probe", specs, (
             "nvme/{host}.json", "nvme/{host}.iopolicy.json", "qos/{host}/rdma_cm_tos.json", "qos/{host}/nccl.conf",
@@ -65,7 +66,8 @@ def cache_query_url(session: Session, prometheus_url: str, check_ids: list[str])
         return None
     check = next(c for c in session.bp.acceptance.checks if c.id in check_ids)
     start, end = session.fio_window
-    query = session.bp.monitoring.query(check.args["query"]).over(f"{max(1, math.ceil(end - start))}s")
+    name = args_as(check.args, PrometheusArgs).query or ""  # the planner names HIT_RATIO
+    query = session.bp.monitoring.query(name).over(f"{max(1, math.ceil(end - start))}s")
     return f"{prometheus_url}/api/v1/query?{urlencode({'query': query, 'time': f'{end:.3f}'})}"
 
 
