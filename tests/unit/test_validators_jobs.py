@@ -8,7 +8,6 @@ import base64
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -22,6 +21,7 @@ from blueprints.blueprint import Blueprint, Check, load_blueprint
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
+from tests.conftest import require_tool
 from validators.inventory import load_inventory, rdma_record
 from validators.run import facts, perftest
 from validators.run.jobs import BEGIN, END, FILES, Job, Record, payload, script, spec_text, unpack
@@ -262,8 +262,7 @@ def test_the_pairs_of_a_wave_start_together_and_waves_follow_one_another(out: Pa
 def test_a_job_outlives_the_terminal_of_the_call_that_started_it(tmp_path: Path) -> None:
     """Ansible's SSH connection gives a raw call a terminal; its hang-up when the call ends must not reach the job.
     script(1) gives the start call a terminal here and hangs it up as it ends."""
-    if shutil.which("script") is None:
-        pytest.skip("script(1) (util-linux) is not here")
+    require_tool("script", "util-linux")
     job = tmp_path / "job"
     job.mkdir()
     done = tmp_path / "survived"
