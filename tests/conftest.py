@@ -25,6 +25,20 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def require_tool(tool: str, package: str = "", *, or_else: tuple[str, ...] = ()) -> str:
+    """The path of ``tool`` (or of the first of ``or_else`` found on PATH). Missing, the test skips with the tool's
+    name on a developer's machine and fails under CI (env CI set, as .ci/run sets it), which installs every tool the
+    tests use: a proof never silently stops running where it must run."""
+    for name in (tool, *or_else):
+        path = shutil.which(name)
+        if path:
+            return path
+    message = f"{tool} is missing (apt-get install {package or tool})"
+    if os.environ.get("CI"):
+        pytest.fail("CI must run this test, but " + message, pytrace=False)
+    pytest.skip(message)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Every build a test runs (in process or in a subprocess) keeps its cluster secrets file in a folder of this
     session's, never in the home directory (blueprints.secrets)."""

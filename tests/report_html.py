@@ -3,13 +3,11 @@ headless Chromium builds from it. Shared by the report's unit tests and the lab'
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
+from tests.conftest import require_tool
 
 
 class Plots(HTMLParser):
@@ -42,13 +40,7 @@ def plots(html: str) -> Plots:
 
 def chromium() -> str:
     """Headless Chromium's path; under CI its absence fails the test, elsewhere it skips it."""
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        message = "the rendering test needs headless Chromium (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail("CI must run it, but " + message, pytrace=False)
-        pytest.skip(message)
-    return browser
+    return require_tool("chromium", or_else=("chromium-browser",))
 
 
 def rendered_dom(report: Path) -> str:

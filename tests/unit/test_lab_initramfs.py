@@ -5,6 +5,7 @@ import subprocess
 from pathlib import Path
 
 from stacks.lab.initramfs import file_list, pack
+from tests.conftest import require_tool
 
 
 def make_tree(root: Path) -> None:
@@ -25,12 +26,13 @@ def test_file_list_keeps_links_to_folders_and_puts_parents_first(tmp_path: Path)
 
 
 def test_pack_writes_a_gzip_newc_archive(tmp_path: Path) -> None:
+    cpio = require_tool("cpio")  # pack's own tool, and the one that lists the archive
     root = tmp_path / "root"
     root.mkdir()
     make_tree(root)
     target = tmp_path / "initrd.gz"
     pack(root, target)
     listing = subprocess.run(
-        ["cpio", "-t", "--quiet"], input=gzip.decompress(target.read_bytes()), capture_output=True, check=True
+        [cpio, "-t", "--quiet"], input=gzip.decompress(target.read_bytes()), capture_output=True, check=True
     ).stdout.decode()
     assert {"init", "lib", "usr/lib/systemd/systemd", "etc/hostname"} <= set(listing.split())

@@ -26,7 +26,8 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from blueprints.render.monitoring import render
-from tests.promtool.support import EXAMPLES, REPO, blueprint, require_tool
+from tests.conftest import require_tool
+from tests.promtool.support import EXAMPLES, REPO, blueprint
 from tests.roles.library import load
 
 ROLE = REPO / "roles" / "monitoring"

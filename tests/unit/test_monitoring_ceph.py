@@ -35,7 +35,8 @@ from blueprints.blueprint import Blueprint, Check
 from blueprints.planner.monitoring_ceph import CEPH_MGR_PROMETHEUS
 from blueprints.render.monitoring import prometheus_config, target_files
 from blueprints.render.monitoring_dashboards import dashboards
-from tests.promtool.support import REPO, blueprint, require_tool
+from tests.conftest import require_tool
+from tests.promtool.support import REPO, blueprint
 from validators.checks.monitoring import targets_up
 from validators.coverage import Planned
 from validators.monitoring import parse_vector

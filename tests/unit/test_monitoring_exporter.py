@@ -20,7 +20,8 @@ from types import ModuleType
 
 import pytest
 
-from tests.promtool.support import EXAMPLES, REPO, blueprint, require_tool
+from tests.conftest import require_tool
+from tests.promtool.support import EXAMPLES, REPO, blueprint
 
 ROLE = REPO / "roles" / "monitoring"
 FIXTURES = ROLE / "tests" / "fixtures"

@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from blueprints.render.monitoring import render
+from tests.conftest import require_tool
 from tests.promtool import cases
-from tests.promtool.support import EXAMPLES, blueprint, require_tool
+from tests.promtool.support import EXAMPLES, blueprint
 
 
 def _rendered(example: Path, folder: Path) -> Path:

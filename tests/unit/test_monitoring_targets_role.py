@@ -18,8 +18,8 @@ from pathlib import Path
 import yaml
 
 from blueprints.render.monitoring import render
-from tests.conftest import BIN, REPO
-from tests.promtool.support import EXAMPLES, blueprint, require_tool
+from tests.conftest import BIN, REPO, require_tool
+from tests.promtool.support import EXAMPLES, blueprint
 
 PLAY = [{
     "name": "Install the target files",

@@ -4,7 +4,8 @@
 The kernel's path states cannot be driven on this machine (the lab tier reads real ones), so `nvme` is a
 script that replays a sequence of `nvme list-subsys` states, one per call, and counts the calls. The host's
 admin timeout is read from a file in place of sysfs. The loop polls every 2 s; the counts below are what its
-rules allow, with a second's slack either way.
+rules allow. Time is a clock of the test's own: `sleep` advances it and `date +%s` reads it, so the loop's
+arithmetic runs exactly as on a host, without the test's waiting the seconds out (22 s of sleeps before).
 """
 
 from __future__ import annotations
@@ -43,6 +44,17 @@ state=$(sed -n "${{n}}p" {tmp_path / "states"})
 echo '[{{"Subsystems":[{{"Paths":[{{"Name":"nvme0","State":"live"}},{{"Name":"nvme1","State":"'$state'"}}]}}]}}]'
 """)
     fake.chmod(0o755)
+    clock = tmp_path / "clock"  # seconds since the epoch, as the loop's `date +%s` reads them
+    clock.write_text("1796031000\n")
+    (fake.parent / "sleep").write_text(f"""#!/bin/sh
+echo $(( $(cat {clock}) + $1 )) > {clock}
+""")
+    (fake.parent / "date").write_text(f"""#!/bin/sh
+[ "$*" = +%s ] || exec /bin/date "$@"
+cat {clock}
+""")
+    for tool in ("sleep", "date"):
+        (fake.parent / tool).chmod(0o755)
     done = subprocess.run(
         ["/bin/sh", "-c", script],
         capture_output=True,

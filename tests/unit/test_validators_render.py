@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from blueprints.blueprint import BUFFERED_WORKLOAD, FioWorkload
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
+from tests.conftest import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
@@ -58,7 +58,7 @@ def test_job_files_carry_the_planned_shape(built: tuple[object, Path]) -> None:
 
 def test_fio_accepts_every_job_file(built: tuple[object, Path]) -> None:
     _, folder = built
-    assert shutil.which("fio"), "fio is needed (apt-get install fio)"
+    require_tool("fio")
     for job in sorted((folder / "acceptance" / "fio").glob("*.fio")):
         done = subprocess.run(["fio", "--parse-only", str(job)], capture_output=True, text=True, timeout=60,
                               env={"CLUSTERSMITH_HOST": "client-1", "PATH": "/usr/bin:/bin"})

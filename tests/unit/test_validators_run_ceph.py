@@ -19,7 +19,7 @@ from blueprints.blueprint.check_args import CephArgs, args_as
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
-from tests.conftest import BIN
+from tests.conftest import BIN, require_tool
 from validators.inventory import load_inventory
 from validators.run import ceph
 from validators.run.plumbing import Session
@@ -95,8 +95,7 @@ def test_a_monitor_host_missing_from_the_inventory_is_a_setup_error(lab: Bluepri
 
 def test_a_host_without_the_clusters_config_is_a_setup_error_in_cephs_words(lab: Blueprint, tmp_path: Path) -> None:
     """The real ceph CLI on this machine, which has no /etc/ceph/ceph.conf: each call exits 1 at once."""
-    if shutil.which("ceph") is None:
-        pytest.skip("ceph CLI (Debian's ceph-common) not installed")
+    require_tool("ceph", "ceph-common")
     if Path("/etc/ceph/ceph.conf").exists():
         pytest.skip("this machine has a Ceph cluster configuration")
     s = session(lab, tmp_path)
@@ -112,8 +111,7 @@ def test_a_cluster_that_does_not_answer_is_a_setup_error_within_the_connect_time
         lab: Blueprint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real CLI against a monitor address where nothing listens (CEPH_CONF: librados reads the file it names):
     it retries until --connect-timeout (30 s scaled by 0.1) and gives up; nothing hangs the run."""
-    if shutil.which("ceph") is None:
-        pytest.skip("ceph CLI (Debian's ceph-common) not installed")
+    require_tool("ceph", "ceph-common")
     conf = tmp_path / "dead.conf"
     conf.write_text("[global]\nmon host = v2:127.0.0.1:9\n")
     monkeypatch.setenv("CEPH_CONF", str(conf))

@@ -18,7 +18,7 @@ from blueprints.blueprint import Blueprint, Check
 from blueprints.lab_plan import LabRail
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
-from tests.promtool.support import require_tool
+from tests.conftest import require_tool
 from validators.evaluate import evaluate
 from validators.inventory import load_inventory
 from validators.results import Results

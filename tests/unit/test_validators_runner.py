@@ -20,7 +20,7 @@ from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
 from blueprints.render.acceptance import FioTarget, fio_job
-from tests.conftest import BIN
+from tests.conftest import BIN, require_tool
 from validators.evaluate import evaluate
 from validators.fio import parse_fio_file
 from validators.inventory import load_inventory, rdma_record
@@ -61,6 +61,7 @@ def latest_report(out: Path) -> dict[str, dict[str, object]]:
 
 
 def test_runs_fio_for_real_and_cleans_its_scratch_files(out: Path, tmp_path: Path) -> None:
+    require_tool("fio")
     scratch = tmp_path / "scratch"  # both planned lab clients, reached locally: the verdict covers the plan
     r = accept(out, "--inventory", inventory(tmp_path, ("client-1", "client-2"), **LOCAL), "--fio-target", scratch,
                "--destructive", "--only", "storage.latency_p99")
@@ -394,6 +395,7 @@ def test_a_missing_storage_nic_in_the_inventory_is_a_setup_error_naming_host_and
 def test_a_fio_killed_mid_run_is_cut_short_and_one_with_a_job_error_is_measured(out: Path, tmp_path: Path) -> None:
     """fio for real: the lab's seq_read job rendered for a local directory, SIGTERM two seconds in. fio still writes a
     report whose jobs say error 0, and exits non-zero: the runner must not take that report as a measure."""
+    fio = require_tool("fio")
     bp = load_blueprint(out)
     workload = next(w for w in bp.acceptance.workloads if w.name == "seq_read")
     job = tmp_path / "job.fio"
@@ -402,7 +404,7 @@ def test_a_fio_killed_mid_run_is_cut_short_and_one_with_a_job_error_is_measured(
                    .replace("direct=1", "direct=0"))  # this test's edit: tmpfs refuses O_DIRECT
     dest = tmp_path / "fio"
     dest.mkdir()
-    proc = subprocess.Popen(["fio", "--output-format=json+", f"--output={dest}/local-1.json", str(job)], cwd=tmp_path,
+    proc = subprocess.Popen([fio, "--output-format=json+", f"--output={dest}/local-1.json", str(job)], cwd=tmp_path,
                             env={"PATH": "/usr/bin:/bin", "CLUSTERSMITH_HOST": "local-1"}, stderr=subprocess.PIPE,
                             text=True)
     time.sleep(3)
