@@ -19,6 +19,8 @@ from blueprints.errors import ClusterSmithError, Problem
 from stacks.fleet_inventory import FleetClient, resolve
 from stacks.outputs import OUTPUT_NAME, StackOutputs
 
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: a 10,000-node inventory is MBs of YAML
+
 GROUP_ORDER = ("storage_targets", "gpu_clients", "monitoring")
 
 
@@ -58,7 +60,7 @@ def write(outputs: StackOutputs, path: Path) -> Path:
     tmp = path.with_suffix(".yml.tmp")
     header = (f"# Written by `clustersmith inventory --from-stack` from the {outputs.provider} stack of "
               f"{outputs.design!r}. Rewritten on every deploy; do not edit.\n")
-    tmp.write_text(header + yaml.safe_dump(build(outputs), sort_keys=False, default_flow_style=False),
+    tmp.write_text(header + yaml.dump(build(outputs), Dumper=_DUMPER, sort_keys=False, default_flow_style=False),
                    encoding="utf-8")
     os.replace(tmp, path)
     return path
