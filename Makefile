@@ -64,7 +64,7 @@ golden: venv
 	$(BIN)/pytest -q tests/golden --update-golden
 
 # The check catalogue at the top of validators/README.md, from the rules' texts and the planner over examples/*.yaml
-# (tests/unit/test_validators_catalogue.py fails while it is out of date).
+# (tests/unit/validators/test_catalogue.py fails while it is out of date).
 catalogue: venv
 	$(BIN)/python -m validators.catalogue
 

@@ -12,7 +12,7 @@ scalars with string keys: ``None``, ``bool``, ``int`` and strings made of ``[A-Z
 letter, digit, ``_`` or ``/``, do not end in ``:`` and are under 100 characters. libyaml writes such a string
 plain when it reads back as a string and single-quoted when it would read back as something else (``'4420'``,
 ``'true'``, ``'2026-11-01'``): it holds no character that needs escaping or a line break. Any other list, and every
-float, is PyYAML's. ``tests/unit/test_yamltext.py`` holds the two outputs equal.
+float, is PyYAML's. ``tests/unit/blueprints/test_yamltext.py`` holds the two outputs equal.
 """
 
 from __future__ import annotations

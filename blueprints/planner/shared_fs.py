@@ -52,7 +52,7 @@ DISK_RESERVE = 64 << 20
 # when netfs_stats_show printed under fscache_stats_show). The NFS counters are checked against the lab's real file
 # (tests/fixtures/fscache/stats-6.1-nfs-lab.txt: IO rd/wr counted, every RdHelp 0), CephFS's against a real cache_read
 # step of the lab's accept run (tests/fixtures/fscache/cephfs-6.1-lab: first pass RdHelp DL +16 and RD +0, second pass
-# RD +6 and DL +0; tests/unit/test_validators_fscache.py).
+# RD +6 and DL +0; tests/unit/validators/test_fscache.py).
 CEPH_COUNTERS = FsCacheCounters(
     hits=(("RdHelp", "RD"),), misses=(("RdHelp", "DL"),),
     why="CephFS reads through the netfs library (6.1): each read subrequest goes to the cache (netfs_n_rh_read, "

@@ -27,7 +27,7 @@ MODELS: dict[str, tuple[type[RoleVars], str]] = {
                         "dm-cache tier of the fast device in front of the slow one, tunables and warm-up"),
 }
 HEADER = ("# Generated from blueprints.rolevars.{module} ({model}); do not edit.\n"
-          "# Regenerate: .venv/bin/pytest tests/unit/test_roles_argspecs.py --update-golden\n")
+          "# Regenerate: .venv/bin/pytest tests/unit/roles/test_argspecs.py --update-golden\n")
 
 
 class _IndentedLists(yaml.SafeDumper):

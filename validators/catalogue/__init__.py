@@ -4,7 +4,7 @@ comparison, unit, severity and the spec fields it derives from; each rule says w
 the comparison and what is a setup error (``@rule(..., measures=, passes=, setup_error=)`` in validators/checks).
 
 ``python -m validators.catalogue`` plans the examples and rewrites the README's generated section (``make
-catalogue`` runs it); tests/unit/test_validators_catalogue.py fails while the section is out of date or a check
+catalogue`` runs it); tests/unit/validators/test_catalogue.py fails while the section is out of date or a check
 has no complete row. This module renders only, from planned ``Check``s: planning is the command's part.
 """
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Ansible module: write /etc/nccl.conf, /etc/nccl.env and the job-level degraded profile from the Blueprint.
 
-Decision logic kept out of YAML, unit-tested in tests/unit/test_roles_nccl_config.py:
+Decision logic kept out of YAML, unit-tested in tests/unit/roles/nccl/test_nccl_config.py:
 
 * the node-wide environment forces nothing NCCL chooses itself (NCCL_ALGO, NCCL_PROTO, NVLS/CollNet enables,
   NCCL_NET_GDR_LEVEL, NCCL_IB_GID_INDEX, socket-transport threads; shared reference 10.1): such a variable is

@@ -1,0 +1,74 @@
+"""The acceptance renderer: plan.yaml and fio job files that fio itself accepts, shaped by the Blueprint."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from blueprints.blueprint import BUFFERED_WORKLOAD, FioWorkload
+from blueprints.loader import load_requirements
+from blueprints.planner import plan
+from blueprints.render import build
+from tests.conftest import require_tool
+
+REPO = Path(__file__).resolve().parents[4]
+EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module", params=EXAMPLES, ids=[e.stem for e in EXAMPLES])
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
+    bp = plan(load_requirements(request.param))
+    folder, _ = build(bp, tmp_path_factory.mktemp("out"))
+    return bp, folder
+
+
+def test_plan_lists_every_check_with_threshold_and_provenance(built: tuple[object, Path]) -> None:
+    bp, folder = built
+    data = yaml.safe_load((folder / "acceptance" / "plan.yaml").read_text())
+    assert data["kind"] == "AcceptancePlan" and data["name"] == bp.name  # type: ignore[attr-defined]
+    planned = {c.id: c for c in bp.acceptance.checks}  # type: ignore[attr-defined]
+    assert [c["id"] for c in data["checks"]] == list(planned)
+    for item in data["checks"]:
+        assert item["threshold"] == planned[item["id"]].threshold and item["derived_from"]["spec"]
+        if item["tool"] == "fio":
+            assert (folder / "acceptance" / item["job_file"]).is_file()
+    assert data["scratch"][0]["path"].startswith(data["scratch"][0]["mount"])
+
+
+def test_job_files_carry_the_planned_shape(built: tuple[object, Path]) -> None:
+    bp, folder = built
+    for w in bp.acceptance.workloads:  # type: ignore[attr-defined]
+        text = (folder / "acceptance" / "fio" / f"{w.name}.fio").read_text()
+        assert f"directory={bp.acceptance.scratch_dir(w.on).path}\n" in text  # type: ignore[attr-defined]
+        assert f"numjobs={w.numjobs.value}\n" in text and f"iodepth={w.iodepth.value}\n" in text
+        assert f"runtime={w.runtime_s.value}\n" in text and f"size={int(w.size.value.value)}\n" in text
+        # O_DIRECT everywhere, but the FS-Cache check: direct I/O bypasses FS-Cache, so it reads buffered
+        # (blueprints.blueprint.BUFFERED_WORKLOAD, the one exception the FioWorkload model allows)
+        direct = 0 if w.name == BUFFERED_WORKLOAD else 1
+        assert f"direct={direct}\n" in text and "ioengine=libaio\n" in text
+        if not direct:
+            assert "invalidate=1\n" in text and "time_based" not in text  # a whole pass, page cache dropped first
+    mixed = (folder / "acceptance" / "fio" / "mixed.fio").read_text()
+    assert "rw=randrw\n" in mixed and "rwmixread=70\n" in mixed and "bsrange=4k-1M\n" in mixed
+    assert "verify=crc32c\n" in mixed and "verify_state_save=0\n" in mixed  # no state files left behind
+
+
+def test_fio_accepts_every_job_file(built: tuple[object, Path]) -> None:
+    _, folder = built
+    require_tool("fio")
+    for job in sorted((folder / "acceptance" / "fio").glob("*.fio")):
+        done = subprocess.run(["fio", "--parse-only", str(job)], capture_output=True, text=True, timeout=60,
+                              env={"CLUSTERSMITH_HOST": "client-1", "PATH": "/usr/bin:/bin"})
+        assert done.returncode == 0, f"{job.name}: {done.stderr}"
+
+
+@pytest.mark.parametrize(("name", "direct"), [("seq_read", False), ("cache_read", True)])
+def test_only_the_cache_check_reads_buffered(built: tuple[object, Path], name: str, direct: bool) -> None:
+    """direct=0 on any workload but the FS-Cache check, or direct=1 on it, is refused where the Blueprint is made."""
+    bp, _ = built
+    base = bp.acceptance.workloads[0]  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=f"workload {name}: direct={int(direct)}; expected direct={int(not direct)}"):
+        FioWorkload.model_validate({**base.model_dump(), "name": name, "direct": direct})

@@ -1,0 +1,103 @@
+"""The command line as a user runs it: real subprocesses, exit codes, stderr, files on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+CANONICAL = REPO / "examples" / "cv-training-500tb.yaml"
+
+ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "CLUSTERSMITH_SECRETS_DIR": os.environ["CLUSTERSMITH_SECRETS_DIR"]}
+
+
+def run(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "blueprints", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env=ENV)
+
+
+def test_validate_ok() -> None:
+    r = run("validate", CANONICAL)
+    assert r.returncode == 0, r.stderr
+    assert "is valid (512 GPUs on 64 dgx-h100 nodes" in r.stdout
+
+
+def test_plan_shows_the_arithmetic() -> None:
+    r = run("plan", CANONICAL)
+    assert r.returncode == 0, r.stderr
+    # the hot tier: 12 Ceph hosts, each bound by 24 OSDs x the catalog's published per-OSD read (planner/ceph.py)
+    for fragment in ("12 nodes x 41.9275GB/s = 503.13GB/s", "ceil(512 / 8) = 64", "replica-3 (chosen)",
+                     "replica-3 (chosen)", "24 OSDs x 1.74698GB/s replicated",
+                     "leaf switches", "ceil(512 / 64) = 8", "spine switches", "storage fabric", "leaf / spine / core",
+                     "3 / 2 / 0", "26 << 2 | ECT(0) = 106", ">= 500 GB/s"):
+        assert fragment in r.stdout
+
+
+def test_build_and_explain(tmp_path: Path) -> None:
+    r = run("build", CANONICAL, "-o", tmp_path)
+    assert r.returncode == 0, r.stderr
+    folder = tmp_path / "cv-training-500tb"
+    assert (folder / "blueprint.yaml").is_file()
+    r = run("explain", folder, "acceptance.storage.read_throughput")
+    assert r.returncode == 0, r.stderr
+    assert "acceptance.checks.storage.read_throughput = >= 500 GB/s (error)" in r.stdout
+    assert "line  22  performance.storage.read_throughput: >=500GB/s" in r.stdout
+    r = run("explain", folder, "storage.tiers.hot.nodes")
+    assert "max(read: 500GB/s / 41.9275GB/s per node [min(" in r.stdout
+
+
+def test_explain_unknown_path_lists_what_exists(tmp_path: Path) -> None:
+    run("build", CANONICAL, "-o", tmp_path)
+    r = run("explain", tmp_path / "cv-training-500tb", "storage.tiers.hott")
+    assert r.returncode == 2
+    assert "storage.tiers.hott: no such value in the Blueprint; under storage.tiers there is: local_cache, hot" \
+        in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_bad_spec_exit_2_no_traceback_nothing_written(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CANONICAL.read_text().replace("  gpus: 512", "  gpus: many").replace("jitter:", "jiter:"))
+    out = tmp_path / "out"
+    r = run("build", bad, "-o", out)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert f"{bad}:14: compute.gpus:" in r.stderr
+    assert "performance.storage.jiter: unknown key 'jiter'" in r.stderr
+    assert "did you mean 'jitter'?" in r.stderr
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_infeasible_spec_points_at_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "fast.yaml"
+    bad.write_text(CANONICAL.read_text().replace('"<100us"', '"<20us"'))
+    r = run("validate", bad)
+    assert r.returncode == 2
+    assert f"{bad}:24: performance.storage.latency_p99: latency_p99 <20us cannot be met" in r.stderr
+
+
+def test_missing_file_and_bad_usage() -> None:
+    r = run("validate", "nope.yaml")
+    assert r.returncode == 2 and "cannot read the spec" in r.stderr and "Traceback" not in r.stderr
+    r = run("frobnicate")
+    assert r.returncode == 2 and "No such command 'frobnicate'" in r.stderr
+
+
+def test_schema_is_json_schema() -> None:
+    r = run("schema")
+    schema = json.loads(r.stdout)
+    assert schema["title"] == "Requirements"
+    assert "metadata" in schema["properties"]
+    assert schema["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("example", sorted((REPO / "examples").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_example_builds(example: Path, tmp_path: Path) -> None:
+    r = run("build", example, "-o", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / example.stem / "blueprint.yaml").is_file()

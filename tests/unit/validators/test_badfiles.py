@@ -1,0 +1,159 @@
+"""Every kind of bad file given to ``parse`` or found by ``accept --results`` is a ParseError naming the file (exit 2,
+no traceback), and the text parsers stream (issue 16 item 4). Inputs are the recorded fixtures, mutated here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from blueprints.loader import load_requirements
+from blueprints.planner import plan
+from blueprints.render import build
+from tests.big_logs import NCCL, PERFTEST, nccl_log, peak_rss
+from validators.errors import ParseError
+from validators.parse import parse_file
+
+REPO = Path(__file__).resolve().parents[3]
+FIXTURES = REPO / "tests" / "fixtures"
+RECORDED = {"fio": FIXTURES / "fio" / "results" / "fio" / "seq_read" / "client-1.json", "nccl": NCCL,
+            "ib_write_bw": PERFTEST, "ib_read_lat": FIXTURES / "rdma" / "lab-ib_read_lat-rail0.client.txt"}
+TABLE_MISSING = {"fio": "expected fio JSON output", "nccl": "expected a results table",
+                 "ib_write_bw": "expected a results table starting with '#bytes'",
+                 "ib_read_lat": "expected a results table starting with '#bytes'"}
+
+
+def _truncated(tool: str, path: Path) -> str:
+    data = RECORDED[tool].read_bytes()
+    path.write_bytes(data[: {"fio": len(data) // 2}.get(tool, data.index(b"#bytes") if b"#bytes" in data else 40)])
+    return {"fio": "invalid JSON"}.get(tool, TABLE_MISSING[tool])
+
+
+def _binary(tool: str, path: Path) -> str:
+    path.write_bytes(RECORDED[tool].read_bytes()[:100] + b"\0\x01\x02" + RECORDED[tool].read_bytes()[100:])
+    return "binary data (a NUL byte on line"
+
+
+def _latin1(tool: str, path: Path) -> str:
+    data = RECORDED[tool].read_bytes()
+    path.write_bytes(data.replace(b" ", b" \xe9", 1))
+    line = data[: data.index(b" ")].count(b"\n") + 1
+    return f"not UTF-8 text: byte 0xe9 on line {line}"
+
+
+def _wrong_json(tool: str, path: Path) -> str:
+    path.write_text({"fio": '{"fio version": "fio-3.33", "jobs": {"read": 1}}',
+                     "nccl": '{"results": [{"size": "big"}]}'}.get(tool, '{"#bytes": 1}'))
+    return {"fio": "jobs: expected a non-empty array of jobs",
+            "nccl": "results.0.size: expected an integer size in bytes"}.get(tool, TABLE_MISSING[tool])
+
+
+def _empty(tool: str, path: Path) -> str:
+    path.write_bytes(b"")
+    return TABLE_MISSING[tool]
+
+
+def _unreadable(tool: str, path: Path) -> str:
+    shutil.copy(RECORDED[tool], path)
+    path.chmod(0)
+    return "cannot open it: Permission denied"
+
+
+def _directory(tool: str, path: Path) -> str:
+    path.mkdir()
+    return "is a directory, expected a regular file of tool output"
+
+
+def _loop(tool: str, path: Path) -> str:
+    path.symlink_to(path.name)
+    return "a symlink loop (too many levels of symbolic links)"
+
+
+def _fifo(tool: str, path: Path) -> str:
+    os.mkfifo(path)
+    return "is a FIFO, expected a regular file of tool output"
+
+
+KINDS: dict[str, Callable[[str, Path], str]] = {
+    "truncated": _truncated, "binary": _binary, "non-UTF-8": _latin1, "wrong-shaped JSON": _wrong_json,
+    "empty": _empty, "unreadable": _unreadable, "directory": _directory, "symlink loop": _loop, "FIFO": _fifo}
+
+
+@pytest.mark.parametrize("tool", sorted(RECORDED))
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_bad_file_is_a_parse_error_naming_it(tool: str, kind: str, tmp_path: Path) -> None:
+    if kind == "unreadable" and os.geteuid() == 0:
+        pytest.skip("root reads a mode-000 file")
+    path = tmp_path / f"bad-{tool}.out"
+    message = KINDS[kind](tool, path)
+    with pytest.raises(ParseError) as err:
+        parse_file(tool, path)
+    assert str(path) in str(err.value) and message in str(err.value), str(err.value)
+
+
+def test_the_recorded_files_still_parse() -> None:
+    for tool, path in RECORDED.items():
+        assert parse_file(tool, path).source == str(path)  # type: ignore[attr-defined]
+
+
+def test_fio_json_over_the_bound_is_refused_with_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("validators.fio.MAX_JSON", 1024)
+    path = tmp_path / "big.json"
+    shutil.copy(RECORDED["fio"], path)
+    with pytest.raises(ParseError, match=r"larger than 0 MiB, the bound on fio JSON output \(it is read whole\)"):
+        parse_file("fio", path)
+
+
+def test_a_line_longer_than_the_bound_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("validators.source.MAX_LINE", 1 << 20)
+    path = tmp_path / "one-line.txt"
+    path.write_bytes(b"x" * ((1 << 20) + 10))
+    with pytest.raises(ParseError, match="line 1 is longer than 1 MiB; expected text tool output"):
+        parse_file("nccl", path)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("#  size count busbw\n1024 256 float sum -1 1 2 3 0 1 2 3 0\n", "the table's header names no time column"),
+    (NCCL.read_text() + "# Avg bus bandwidth    :\n", "expected a number after the colon"),
+    (NCCL.read_text().replace(" 6.36 ", " inf ", 1), "expected a number"),
+])
+def test_mutated_nccl_text_is_a_parse_error(text: str, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "nccl.txt"
+    path.write_text(text)
+    with pytest.raises(ParseError, match=message):
+        parse_file("nccl", path)
+
+
+def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "validators", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_parse_of_a_fifo_exits_2_at_once(tmp_path: Path) -> None:
+    os.mkfifo(fifo := tmp_path / "nccl.txt")
+    r = _cli("parse", "nccl", fifo)
+    assert r.returncode == 2 and f"{fifo}: (file): is a FIFO" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_accept_results_with_a_bad_file_exits_2_naming_it(tmp_path: Path) -> None:
+    out, _ = build(plan(load_requirements(REPO / "examples" / "cv-training-500tb.yaml")), tmp_path / "out")
+    results = tmp_path / "results"
+    (results / "nccl").mkdir(parents=True)
+    (loop := results / "nccl" / "run.txt").symlink_to("run.txt")
+    r = _cli("accept", out, "--results", results, "--report-dir", tmp_path / "report", "--only",
+             "nccl.allreduce_busbw")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"{loop}: (file): a symlink loop" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_nccl_parse_memory_stays_flat_on_a_long_log(tmp_path: Path) -> None:
+    """The unit tier's proportional check; tests/bench_parse_memory.py runs the same at 300 MB and 1 GB."""
+    _, base, _ = peak_rss("nccl", NCCL)
+    rc, rss, err = peak_rss("nccl", nccl_log(tmp_path / "big.txt", 24 << 20))
+    assert rc == 0, err
+    assert rss - base < 16 * 1024, f"peak RSS grew {(rss - base) / 1024:.1f} MiB on a 24 MiB log"
