@@ -5,9 +5,9 @@ through mpirun across both clients, and the NVMe-oF paths and QoS layers agree w
 workloads run on CephFS (its hot directory, EC 2+1) from both clients at once, the latency workload on each client's
 own NVMe-oF namespace behind its cache. A second run cuts client-1's rail 1 (its second NVMe-oF path; Ceph's public
 network is on rail 0) during the latency workload on its namespace and the verified mixed workload on CephFS: both end
-with zero errors, and a paths check taken during the cut reports the degraded path. Two fault runs: one client's
-NVMe-oF path cut (its rail 1 NIC down) and one client's fio killed mid-run; each verdict names that client and is not
-a pass. Lab performance checks are informational: measured and shown, never judged.
+with zero errors, and the paths check taken during the cut names client-1's degraded path and does not pass. A fault
+run: one client's fio killed mid-run; the verdict names that client and is not a pass. Lab performance checks are
+informational: measured and shown, never judged.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 from blueprints.blueprint import Blueprint
 from stacks.lab import Lab
-from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab, live_paths, wait_for_live_paths
+from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab, wait_for_live_paths
 from tests.lab.conftest import run as run_command  # the tests' `run` is a run folder
 from tests.report_html import plots, rendered_dom
 from validators.nccl_run import Launch, LaunchNode, judge_launch_proof
@@ -49,7 +49,19 @@ def accept(folder: Path, *args: str) -> tuple[int, dict[str, dict[str, Any]], Pa
     runs = sorted(set((folder / "acceptance" / "runs").glob("*")) - before)
     assert runs, done.stdout[-4000:] + done.stderr[-4000:]
     report = json.loads((runs[-1] / "report.json").read_text())
+    record_step_timings(f"accept {' '.join(args) or '(all checks)'}", runs[-1])
     return done.returncode, {c["id"]: c for c in report["checks"]}, runs[-1]
+
+
+def record_step_timings(label: str, run: Path) -> None:
+    """The run's own account of its time (timings.json), in the lab timings summary: each step's wall time, the unused
+    part of an aligned job's start margin, the most of a perftest slot a client used."""
+    for t in json.loads((run / "timings.json").read_text()):
+        TIMINGS[f"{label}: {t['step']}"] = t["seconds"]
+        if t["least_wait_s"] is not None:
+            TIMINGS[f"{label}: {t['step']} waited at the common start (of {t['start_margin_s']} s)"] = t["least_wait_s"]
+        if t["most_slot_used_s"] is not None:
+            TIMINGS[f"{label}: {t['step']} most of a slot used (of {t['slot_s']} s)"] = t["most_slot_used_s"]
 
 
 def test_accept_runs_fio_and_rdma_for_real(deployed: ExampleLab) -> None:
@@ -146,8 +158,15 @@ def test_a_rail_cut_during_fio_leaves_zero_errors_and_is_reported(deployed: Exam
         report = json.loads((results / "fio" / "rand_read_4k" / f"{host}.json").read_text())
         assert [job["error"] for job in report["jobs"]] == [0], (host, report["jobs"])
     assert mixed["status"] == "pass" and mixed["measured"] == 0, mixed["message"]
+    # the cut path could not reconnect within the settle window the plan gives the paths check: the check names
+    # client-1 with fewer live paths than planned, client-2 with all of them, and does not pass (its own run of this
+    # proof, the NIC cut with no I/O on the path, waited out the admin timeout first and cost a minute more)
     assert paths["status"] == "fail", paths["message"]
     assert any(n.startswith("degraded: client-1") for n in paths["notes"]), paths["notes"]
+    planned = bp.storage.nvmeof.paths_per_subsystem.value  # type: ignore[union-attr]
+    assert [d for d in paths["details"] if d["where"].startswith("client-1") and (d["value"] or 0) < planned], paths
+    assert all((d["value"] or 0) >= planned for d in paths["details"] if d["where"].startswith("client-2")), paths
+    assert "client-1" in paths["message"] + " ".join(paths["notes"]), paths
     assert code == 1
     # rail 1 is back: the cut path reconnects at its next reconnect_delay tick. Polled, not slept (a fixed 3 x
     # reconnect_delay, 30 s, waited here before), with a bound far past it; the paths check below still judges them
@@ -157,37 +176,6 @@ def test_a_rail_cut_during_fio_leaves_zero_errors_and_is_reported(deployed: Exam
                         nv.reconnect_delay.value * 6 + 4 * TCG_MARGIN_S, "client-1's rail-1 path did not come back")
     code, checks, _ = accept(folder, "--only", "nvmeof.paths")
     assert code == 0 and checks["nvmeof.paths"]["status"] == "pass", problems(checks)
-
-
-def test_a_clients_nvmeof_path_cut_is_named_and_not_a_pass(deployed: ExampleLab) -> None:
-    """client-2's rail 1 NIC down (the lab's fault injection, a cable pull): its path on rail 1 cannot reconnect
-    within the settle window the plan gives the paths check, so the check names client-2 and does not pass."""
-    bp, folder, lab = deployed.blueprint, deployed.folder, deployed.lab
-    assert bp.storage.nvmeof is not None
-    paths = bp.storage.nvmeof.paths_per_subsystem.value
-    lab.set_link("client-2", 1, up=False)
-    # the path leaves "live" once its keep-alive fails: with no I/O on it, a keep-alive command that gets no answer
-    # waits out the host's admin command timeout (nvme_core admin_timeout, 60 s by default) before the recovery
-    # starts; judged before that, both paths would still be live
-    admin = lab.ssh("client-2", "cat /sys/module/nvme_core/parameters/admin_timeout", timeout=60)
-    nv = bp.storage.nvmeof
-    wait_s = nv.keep_alive_tmo.value + int(admin.stdout.strip() or 60) + nv.reconnect_delay.value + 2 * TCG_MARGIN_S
-    try:
-        deadline = time.monotonic() + wait_s
-        while (live := live_paths(lab, "client-2")) is None or live >= paths:
-            assert time.monotonic() < deadline, "client-2's rail-1 path stayed live with its NIC down"
-            time.sleep(2)
-        code, checks, _ = accept(folder, "--only", "nvmeof.paths")
-    finally:
-        lab.set_link("client-2", 1, up=True)
-    got = checks["nvmeof.paths"]
-    assert got["status"] not in ("pass", "info"), got
-    assert code != 0
-    named = [d for d in got["details"] if d["where"].startswith("client-2") and (d["value"] or 0) < paths]
-    assert named and "client-2" in got["message"] + " ".join(got["notes"]), got
-    assert all((d["value"] or 0) >= paths for d in got["details"] if d["where"].startswith("client-1")), got
-    wait_for_live_paths(lab, "client-2", paths, wait_s + nv.reconnect_delay.value * 6,
-                        "client-2's rail-1 path did not come back")
 
 
 # Waits in the guest, not over SSH: fio's whole lab run is 2 s of ramp and 10 s measured, and two SSH round trips

@@ -141,8 +141,34 @@ CUT_S = 20  # the Ceph public rail's cut: shorter than the MDS session timeout (
 # (TCG: peering and recovery of the lab's PGs on the storage VM's one vCPU).
 RECOVERY_BOUND_S = 1200
 # mgr stats period and osd mon report interval are 30 s in the lab (LAB_SETTINGS): PG states reach `ceph pg stat` up to
-# 30 s late, so a clean state counts only when it holds on two reads this far apart.
-SETTLE_S = 40
+# 30 s late. A clean state is therefore read fresh, as Ceph's own test suite does (teuthology's ceph_manager
+# flush_pg_stats): every up OSD is told to send its PG stats now (`ceph tell osd.N flush_pg_stats` returns a sequence
+# number), and the read waits until the monitor has each OSD's stats of at least that sequence (`ceph osd last-stat-seq
+# osd.N`). One process in the guest makes every call through librados (a ceph CLI call costs 3-6 s under TCG):
+# 5-8 s for a fresh read on the lab, 2026-12-06, where a clean state used to count only on two reads 40 s apart. Two
+# fresh reads SETTLE_S apart still guard the moment after `osd in`, before the OSDs have acted on the new map.
+SETTLE_S = 10
+POLL_S = 5
+FRESH_PG_STATES = """
+import json, rados, time
+cluster = rados.Rados(conffile="/etc/ceph/ceph.conf")
+cluster.connect(timeout=120)
+def call(send, prefix, plain=False, **args):
+    ret, out, err = send(json.dumps({"prefix": prefix, **args, **({} if plain else {"format": "json"})}), b"",
+                         timeout=120)
+    assert ret == 0, (prefix, args, ret, err)
+    return out.decode() if plain else json.loads(out)
+seqs = {o["osd"]: int(call(lambda *a, osd=o["osd"], **k: cluster.osd_command(osd, *a, **k), "flush_pg_stats",
+                             plain=True))
+        for o in call(cluster.mon_command, "osd dump")["osds"] if o["up"]}
+deadline = time.monotonic() + 120
+for osd, seq in seqs.items():
+    while int(call(cluster.mon_command, "osd last-stat-seq", plain=True, id=osd).strip()) < seq:
+        assert time.monotonic() < deadline, f"osd.{osd}'s PG stats did not reach the monitor within 120 s"
+        time.sleep(0.5)
+stat = call(cluster.mgr_command, "pg stat")
+print(json.dumps({s["name"]: s["num"] for s in stat["pg_summary"]["num_pg_by_state"]}))
+"""
 
 
 def fio(directory: str, verify_only: bool, rate: str | None = None) -> str:
@@ -261,15 +287,21 @@ def wait_for(what: str, bound_s: float, ready: Callable[[], bool]) -> float:
     started = time.monotonic()
     while not ready():
         assert time.monotonic() - started < bound_s, f"{what}: not within {bound_s:.0f} s"
-        time.sleep(10)
+        time.sleep(POLL_S)
     return time.monotonic() - started
 
 
+def fresh_pg_states(lab: Lab, host: str) -> dict[str, int]:
+    """PG counts by state, as every up OSD reports them now (FRESH_PG_STATES), read on ``host``."""
+    states = json.loads(ssh_out(lab, host, f"python3 - <<'EOF'\n{FRESH_PG_STATES}EOF"))
+    assert isinstance(states, dict)
+    return states
+
+
 def clean(lab: Lab, host: str) -> bool:
-    """Every PG active+clean on two reads SETTLE_S apart (the lab's PG stats are up to 30 s old)."""
+    """Every PG active+clean on two fresh reads SETTLE_S apart."""
     for read in range(2):
-        states = pg_states(lab, host)
-        if set(states) != {"active+clean"}:
+        if set(fresh_pg_states(lab, host)) != {"active+clean"}:
             return False
         if read == 0:
             time.sleep(SETTLE_S)

@@ -79,6 +79,7 @@ def run(session: Session, workload: FioWorkload, checks: list[Check], write: Wri
     if passes:
         outputs += (f"{rel}/{{host}}.fscache.*", f"{rel}/{{host}}.*.fio-json")
     started = time.time()
+    session.fio_started = True  # set before the job: a run interrupted inside it still removes what it wrote
     outcomes = session.job(Job(f"fio-{workload.name}", "fio", specs, outputs,
                                fio_timeout * (1 + passes) + int(60 * session.scale), aligned=True))
     ended = time.time()
@@ -99,8 +100,9 @@ def run(session: Session, workload: FioWorkload, checks: list[Check], write: Wri
 
 
 def cleanup(session: Session, write: WritePlan) -> None:
-    """Remove the scratch files the run wrote (``files/job_cleanup.sh``: only ``clustersmith-accept.<host>.*``)."""
-    if write.kind in ("scratch_dir", "directory"):
+    """Remove the scratch files the run wrote (``files/job_cleanup.sh``: only ``clustersmith-accept.<host>.*``); a
+    run that started no fio job wrote none, and has no call to make on the clients."""
+    if session.fio_started and write.kind in ("scratch_dir", "directory"):
         targets = "\n".join(a.path for a in write.areas())
         session.job(Job("cleanup", "cleanup", {h: {"host": h, "targets": targets}
                                                for h in session.inventory.group("gpu_clients")}, (),

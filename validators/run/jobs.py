@@ -68,6 +68,7 @@ class Job:
     limit_s: int
     aligned: bool = False
     short: bool = False
+    slot_s: float = 0.0  # a perftest job's slot per wave (shown in the step timings)
 
     def __post_init__(self) -> None:
         if self.short and self.aligned:

@@ -34,7 +34,10 @@ from validators.run.jobs import Job, SpecValue, argv_text
 from validators.run.plumbing import HostOutcome, Session
 
 PERFTEST_PORT = 18515
-SLOT_EXTRA_S = 8  # a wave's slot beyond the tool's duration: server start, CLIENT_DELAY_S, connection, teardown
+# A wave's slot beyond the tool's duration: server start, CLIENT_DELAY_S, connection, teardown. In the lab (TCG,
+# --timeout-scale 4, 2026-12-06) the slowest client of six waves ended 21.4 s into its slot for a 10 s ib_write_bw:
+# 11.4 s beyond the tool, 2.9 s per unit of scale; 5 gives 20 s beyond it there (a 30 s slot), 5 s on real hosts.
+SLOT_EXTRA_S = 5
 CLIENT_DELAY_S = 2  # a client starts this long into its slot, its server listening by then
 TRIES, TRY_DELAY_S = 6, 3  # a client that cannot connect (its server not listening yet) tries again
 TOKEN = re.compile(r"[A-Za-z0-9_.:@/+%=-]+")  # a schedule field: one word, no shell or space in it
@@ -189,7 +192,8 @@ def run_waves(session: Session, check: Check, tool: str, args: list[str], durati
     limit = int(len(waves) * slot_s + TRIES * (tool_timeout + TRY_DELAY_S) + 60 * scale)
     step = tool + (f"-attempt{attempt}" if attempt > 1 else "")
     outcomes = session.job(Job(step, "perftest", specs, (f"{tool}/rail*/{{host}}@*.txt", f"{tool}/rail*/{{host}}@*.out",
-                                                        f"{tool}/rail*/{{host}}@*.rc"), limit, aligned=True))
+                                                        f"{tool}/rail*/{{host}}@*.rc"), limit, aligned=True,
+                                   slot_s=slot_s))
     session.late([check.id], outcomes, f"{tool} pairs")
     again: list[Wave] = [[] for _ in waves]
     by_pair = {pair: w for w, wave in enumerate(waves) for pair in wave}

@@ -22,7 +22,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,29 @@ SHARD_HOSTS = 256  # hosts per ansible-playbook process before a step is split
 # (ansible-playbook's start and the first SSH connections, then one start call per host in its shard, measured at
 # 10-15 ms of the controller's main process per host and call: tests/bench_accept_runner.py), with room to spare.
 # Only the first connections wait on the hosts, so only they stretch with --timeout-scale: the controller's own
-# share does not (scaling all of it idled the lab's TCG guests a minute before each fio workload).
-START_BASE_S = 10.0
-START_CONNECT_S = 5.0
+# share does not. Measured in the lab (three TCG guests on a loaded 2-core controller, --timeout-scale 4; every
+# aligned job of a full accept run, timings.json, 2026-12-06): the last host's job had started 1.1-2.6 s after the
+# start play's launch, where the margin was 30.1 s (10 + 5 x 4 + 3 x 0.05). Now 3 + 2 x 4 + 0.15 = 11.2 s there,
+# over 4 times what that start took; a job that does begin late is named in the notes, never dropped.
+START_BASE_S = 3.0
+START_CONNECT_S = 2.0
 START_PER_HOST_S = 0.05
 LATE_NOTE_MS = 1000  # a job that began this much after the common start is named in the notes (accept_job.sh)
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """Where one step's time went (``timings.json``): its wall time over how many hosts; for an aligned job the
+    common start's margin and the least time any host's job still waited for it (the margin left unused); for a
+    perftest job each wave's slot and the most of it any client used (from the wave's start to the client's end)."""
+
+    step: str
+    seconds: float
+    hosts: int
+    start_margin_s: float | None = None
+    least_wait_s: float | None = None
+    slot_s: float | None = None
+    most_slot_used_s: float | None = None
 
 
 @dataclass
@@ -130,7 +148,9 @@ class Session:
         self.setup_errors: dict[str, dict[str, str]] = {}
         self.notes: dict[str, list[str]] = {}
         self.fio_window: tuple[float, float] | None = None  # wall-clock start and end of the fio workloads
+        self.fio_started = False  # a fio job was started: its scratch files are removed at the run's end
         self.rdma: dict[str, dict[int, dict[str, Any]]] = {}  # host -> rail -> what the rdma role recorded
+        self.timings: list[StepTiming] = []
 
     def progress(self, step: str, message: str) -> None:
         with self._lock:
@@ -152,8 +172,10 @@ class Session:
         members: dict[str, dict[str, Any]] = {"accept_step": {h: None for h in hosts}}
         for name, names in (groups or {}).items():
             members[name] = {h: None for h in names}
+        began = time.monotonic()
         self._run([_Shard(data, hosts, members)], playbook, {"accept_results": str(self.results), **extravars},
                   outcomes, int(timeout * self.scale) + 60, step, None)
+        self.timings.append(StepTiming(step, round(time.monotonic() - began, 1), len(hosts)))
         return outcomes
 
     def job(self, job: Job) -> dict[str, HostOutcome]:
@@ -191,9 +213,11 @@ class Session:
                 o.failed.append(f"the step's job ended {got.status}" + (f": {got.last_words}" if got.last_words
                                                                            else " and said nothing"))
 
+        began = time.monotonic()
         self._run(runs, "job_now.yml" if job.short else "job.yml",
                   {"accept_job_script": script(job.body), "accept_job_t0": round(t0, 3)},
                   outcomes, int(margin + job.limit_s) + 60, job.step, collect)
+        self.timings.append(_job_timing(job, round(time.monotonic() - began, 1), margin, outcomes))
         for o in outcomes.values():
             if o.problem is None and not o.collected:
                 o.failed.append("the job's results did not come back")
@@ -301,6 +325,18 @@ class Session:
     def finish(self) -> None:
         self.write("setup-errors.json", text=json.dumps(self.setup_errors, indent=2))
         self.write("runner-notes.json", text=json.dumps(self.notes, indent=2))
+        self.write("timings.json", text=json.dumps([asdict(t) for t in self.timings], indent=2))
+
+
+def _job_timing(job: Job, seconds: float, margin: float, outcomes: dict[str, HostOutcome]) -> StepTiming:
+    """A host job's timing, from what its hosts recorded (``waited_ms``, ``slot_used_ms`` notes)."""
+    def figures(key: str) -> list[float]:
+        return [int(r.words) / 1000 for o in outcomes.values() for r in o.records
+                if r.kind == "note" and r.key == key and r.words.isdigit()]
+    waited, used = figures("waited_ms"), figures("slot_used_ms")
+    return StepTiming(job.step, seconds, len(outcomes), start_margin_s=round(margin, 1) if job.aligned else None,
+                      least_wait_s=min(waited) if waited else None, slot_s=job.slot_s or None,
+                      most_slot_used_s=max(used) if used else None)
 
 
 @dataclass
@@ -312,4 +348,4 @@ class _Shard:
     groups: dict[str, dict[str, Any]]
 
 
-__all__ = ["Collected", "HostOutcome", "Job", "Session", "ansible_env", "failure"]
+__all__ = ["Collected", "HostOutcome", "Job", "Session", "StepTiming", "ansible_env", "failure"]

@@ -61,10 +61,15 @@ await_ms() {
     return 0
 }
 
-# await_start: sleep until the common start; a late start is recorded (the runner notes it)
+# await_start: sleep until the common start; a late start is recorded (the runner notes it), and so is how long an
+# early one waited (the runner's step timings: the start margin left unused)
 await_start() {
     await_ms "$start_ms"
-    [ "$late_ms" -gt 0 ] && printf 'note\tlate_ms\t%s\n' "$late_ms" >> "$meta/records"
+    if [ "$late_ms" -gt 0 ]; then
+        printf 'note\tlate_ms\t%s\n' "$late_ms" >> "$meta/records"
+    else
+        printf 'note\twaited_ms\t%s\n' $((-late_ms)) >> "$meta/records"
+    fi
     return 0
 }
 

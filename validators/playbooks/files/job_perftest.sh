@@ -28,7 +28,12 @@ step() {
         [ -n "$wave" ] || continue
         last_wave=$wave
         await_ms $((start_ms + wave * slot_ms))
-        [ "$late_ms" -gt 0 ] && printf 'note\tlate_ms\t%s\n' "$late_ms" >> "$meta/records"
+        if [ "$late_ms" -gt 0 ]; then
+            printf 'note\tlate_ms\t%s\n' "$late_ms" >> "$meta/records"
+        elif [ "$wave" -eq "${first_wave:-$wave}" ]; then
+            printf 'note\twaited_ms\t%s\n' $((-late_ms)) >> "$meta/records"
+        fi
+        first_wave=${first_wave:-$wave}
         gid_args=
         [ "$gid" = - ] || gid_args="-x $gid"
         eval "set -- $args"
@@ -55,6 +60,8 @@ step() {
                 sleep "$try_delay_s"
             done
             [ "$rc" -eq 0 ] || fail "$MEASURE" "$(said "$rc")" "$path"
+            # how much of its slot this client used, from the wave's start to its end (the runner's step timings)
+            printf 'note\tslot_used_ms\t%s\n' $(($(now_ms) - start_ms - wave * slot_ms)) >> "$meta/records"
             mkdir -p "$out/$(dirname "$path")"
             if [ "$rc" -eq 0 ]; then suffix=.txt; else suffix=.out; fi
             cp "$job_dir/client.out" "$out/$path$suffix"

@@ -60,6 +60,12 @@ def latest_report(out: Path) -> dict[str, dict[str, object]]:
     return {c["id"]: c for c in json.loads((run / "report.json").read_text())["checks"]}
 
 
+def steps_run(out: Path) -> list[str]:
+    """The steps the latest run made, in order, from its own account of its time (timings.json)."""
+    run = sorted((out / "acceptance" / "runs").iterdir())[-1]
+    return [t["step"] for t in json.loads((run / "timings.json").read_text())]
+
+
 def test_runs_fio_for_real_and_cleans_its_scratch_files(out: Path, tmp_path: Path) -> None:
     require_tool("fio")
     scratch = tmp_path / "scratch"  # both planned lab clients, reached locally: the verdict covers the plan
@@ -77,6 +83,7 @@ def test_runs_fio_for_real_and_cleans_its_scratch_files(out: Path, tmp_path: Pat
     assert abs(ends[0] - ends[1]) < 3000, ends
     assert (run / "report.html").is_file() and (run / "junit.xml").is_file()
     assert list(scratch.iterdir()) == [], "the scratch files are removed afterwards"
+    assert steps_run(out) == ["facts", "fio-rand_read_4k", "cleanup"]
 
 
 def test_a_missing_fio_is_a_setup_error(out: Path, tmp_path: Path) -> None:
@@ -99,6 +106,7 @@ def test_an_unreachable_host_is_a_setup_error(out: Path, tmp_path: Path) -> None
     assert r.returncode == 2, r.stdout + r.stderr
     got = latest_report(out)["nvmeof.paths"]
     assert got["status"] == "setup_error" and "local-1: unreachable" in str(got["message"])
+    assert steps_run(out) == ["facts", "probe"], "no fio ran, so no cleanup call is made on the clients"
 
 
 def test_the_plan_scratch_must_be_on_its_mount_before_anything_is_written(out: Path, tmp_path: Path) -> None:
