@@ -77,12 +77,16 @@ ACCEPT_EPILOG = ("Exit codes: 0 every check passed (informational, warning and n
 @click.option("--inventory", type=click.Path(dir_okay=False, path_type=Path),
               help="Ansible inventory [default: OUT_DIR/ansible/inventory.yml]")
 @click.option("--fio-target", metavar="PATH", help="Directory or /dev/ device for fio instead of the plan's scratch")
+@click.option("--keep-scratch", is_flag=True,
+              help="Leave fio's scratch files for the next run, which reuses them instead of laying them out again; "
+                   "a run without it removes them")
 @click.option("--report-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where junit.xml, report.json and report.html go [default: beside the results]")
 @click.option("--timeout-scale", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
               help="Multiply every per-check timeout (slow emulated labs)")
 def accept(build_dir: Path, results_dir: Path | None, destructive: bool, only: tuple[str, ...],
-           inventory: Path | None, fio_target: str | None, report_dir: Path | None, timeout_scale: float) -> None:
+           inventory: Path | None, fio_target: str | None, keep_scratch: bool, report_dir: Path | None,
+           timeout_scale: float) -> None:
     """Run and judge the acceptance checks of a build folder (out/<name>)."""
     build_dir = Path(os.path.abspath(build_dir.expanduser()))
     results_dir, inventory, report_dir = _absolute(results_dir), _absolute(inventory), _absolute(report_dir)
@@ -101,7 +105,7 @@ def accept(build_dir: Path, results_dir: Path | None, destructive: bool, only: t
 
         inv = load_inventory(inventory or build_dir / "ansible" / "inventory.yml")
         hosts = tuple(sorted(inv.hosts))
-        write = plan_writes(bp, checks, fio_target, destructive, inv.group("gpu_clients"))
+        write = plan_writes(bp, checks, fio_target, destructive, inv.group("gpu_clients"), keep_scratch)
         out.print(f"[bold]writes[/]: {write.summary}", highlight=False)
         results_dir = build_dir / "acceptance" / "runs" / started.strftime("%Y%m%dT%H%M%SZ")
         results_dir.mkdir(parents=True, exist_ok=True)

@@ -40,14 +40,15 @@ class WritePlan(BaseModel):
                                                 description="scratch_dir: the plan's scratch directory per file system")
     scratch_nqns: tuple[str, ...] = ()
     destructive: bool = False
+    keep: bool = Field(default=False, description="--keep-scratch: the files stay for the next run, which reuses them")
+    cleanup_paths: tuple[str, ...] = Field(default=(), description=(
+        "Where the clean-up removes this run's and earlier kept runs' files: every scratch directory of the plan "
+        "(scratch_dir), the --fio-target directory (directory)"))
     summary: str = "nothing is written (read-only checks only)"
 
     def area(self, workload: FioWorkload) -> WriteArea:
         """Where ``workload`` writes: its file system's scratch directory, or the one target of the run."""
         return self.scratch[workload.on] if self.kind == "scratch_dir" else WriteArea(path=self.path)
-
-    def areas(self) -> tuple[WriteArea, ...]:
-        return tuple(self.scratch.values()) if self.kind == "scratch_dir" else (WriteArea(path=self.path),)
 
 
 # What fio and the job file would read as more than one plain path (fio's HOWTO.rst, "Target file/device",
@@ -79,7 +80,11 @@ def _fio_checks(checks: list[Check]) -> list[Check]:
 
 
 def plan_writes(bp: Blueprint, checks: list[Check], target: str | None, destructive: bool,
-                hosts: list[str]) -> WritePlan:
+                hosts: list[str], keep: bool = False) -> WritePlan:
+    """Where this run's fio may write, and what the run says it will write. ``keep`` (--keep-scratch): the scratch
+    files stay for the next run, whose fio finds them laid out (fio lays a file out only when it is missing or too
+    small); a run without it removes them, its own and those an earlier kept run left in any of the plan's scratch
+    directories."""
     fio = _fio_checks(checks)
     if not fio:
         return WritePlan(kind="none")
@@ -105,10 +110,12 @@ def plan_writes(bp: Blueprint, checks: list[Check], target: str | None, destruct
         areas = {fs: WriteArea(path=a.path, mount=a.mount) for fs, a in chosen.items()}
         distinct = {a.path: a for a in chosen.values()}.values()
         places = "; ".join(f"{a.path} (plan scratch on {a.mount})" for a in distinct)
-        return WritePlan(kind="scratch_dir", scratch=areas, destructive=False,
+        afterwards = ("keeps them for the next run (--keep-scratch)" if keep else
+                      "removes them afterwards (and any an earlier --keep-scratch run left in the plan's scratch)")
+        return WritePlan(kind="scratch_dir", scratch=areas, destructive=False, keep=keep,
+                         cleanup_paths=tuple(dict.fromkeys(a.path for a in dirs.values())),
                          summary=f"fio writes {files} scratch file(s) per client ({per_host / 1e6:.0f} MB) named "
-                                 f"clustersmith-accept.<host>.<job> in {places} on {where}, and removes them "
-                                 "afterwards")
+                                 f"clustersmith-accept.<host>.<job> in {places} on {where}, and {afterwards}")
     is_device = target.startswith("/dev/")
     if is_device and not destructive and nqns:
         return WritePlan(kind="device", path=target, scratch_nqns=nqns,
@@ -122,5 +129,7 @@ def plan_writes(bp: Blueprint, checks: list[Check], target: str | None, destruct
                                          f"{scratch_text}; scratch namespaces: {', '.join(nqns) or 'none'}); fio "
                                          f"would {what} on {where}; pass --destructive to allow it", value=target)],
                                 title="refusing to write outside the plan's scratch areas")
+    kept = " and keep them for the next run (--keep-scratch)" if keep and not is_device else ""
     return WritePlan(kind="device" if is_device else "directory", path=target, destructive=True,
-                     summary=f"--destructive: fio will {what} on {where}")
+                     keep=keep and not is_device, cleanup_paths=() if is_device else (target,),
+                     summary=f"--destructive: fio will {what} on {where}{kept}")

@@ -64,9 +64,25 @@ def record_step_timings(label: str, run: Path) -> None:
             TIMINGS[f"{label}: {t['step']} most of a slot used (of {t['slot_s']} s)"] = t["most_slot_used_s"]
 
 
+def scratch_files(deployed: ExampleLab) -> dict[str, tuple[int, float]]:
+    """Every ``clustersmith-accept.*`` file in the plan's scratch directories on every GPU client: its inode number
+    and mtime, by host and path."""
+    bp = deployed.blueprint
+    dirs = " ".join(a.path for a in bp.acceptance.scratch if a.kind == "directory")
+    found: dict[str, tuple[int, float]] = {}
+    for host in (h.name for h in bp.lab.hosts if h.role == "gpu_client"):  # type: ignore[union-attr]
+        listed = deployed.lab.ssh(host, f"find {dirs} -maxdepth 1 -type f -name 'clustersmith-accept.*' "
+                                        "-printf '%p %i %T@\\n' 2>/dev/null; true", timeout=120)
+        for line in listed.stdout.splitlines():
+            path, inode, mtime = line.rsplit(" ", 2)
+            found[f"{host}:{path}"] = (int(inode), float(mtime))
+    return found
+
+
 def test_accept_runs_fio_and_rdma_for_real(deployed: ExampleLab) -> None:
     bp, folder = deployed.blueprint, deployed.folder
-    code, checks, run = accept(folder)
+    # --keep-scratch: the module's later runs reuse the files this one lays out (the last run removes them)
+    code, checks, run = accept(folder, "--keep-scratch")
     statuses = {k: v["status"] for k, v in checks.items()}
     assert code == 0, problems(checks)
     for cid in ("storage.read_throughput", "storage.write_throughput", "storage.latency_p99", "storage.jitter"):
@@ -107,6 +123,14 @@ def test_accept_runs_fio_and_rdma_for_real(deployed: ExampleLab) -> None:
     assert any("throughput over time per client" in t for t in shown.svgs["storage.read_throughput"]), shown.svgs
     assert len(shown.lines["storage.read_throughput"]) == len(clients) + 1, shown.lines
     assert all(points >= 2 for points in shown.lines["storage.read_throughput"]), shown.lines
+    # each client's files on both file systems, kept for the next run: one per job of the workloads run there
+    kept = scratch_files(deployed)
+    for workload in bp.acceptance.workloads:
+        if workload.time_based:
+            for client in clients:
+                for job in range(workload.numjobs.value):
+                    assert f"{client}:{bp.acceptance.scratch_dir(workload.on).path}/clustersmith-accept.{client}." \
+                           f"{job}" in kept, (workload.name, sorted(kept))
 
 
 def assert_nccl_launch_proven(bp: Blueprint, run: Path) -> None:
@@ -137,9 +161,12 @@ def test_a_rail_cut_during_fio_leaves_zero_errors_and_is_reported(deployed: Exam
     assert bp.storage.ceph is not None and bp.storage.ceph.network.client_rail == 0  # rail 1 carries NVMe-oF alone
     on = {w.name: w.on for w in bp.acceptance.workloads}
     assert (on["rand_read_4k"], on["mixed"]) == ("tier", "shared")
+    tier = bp.acceptance.scratch_dir("tier").path
+    kept = {k: v for k, v in scratch_files(deployed).items() if k.split(":", 1)[1].startswith(f"{tier}/")}
+    assert kept, "the full run kept the tier's files (--keep-scratch)"
     outcome: dict[str, Any] = {}
     run = threading.Thread(target=lambda: outcome.update(result=accept(
-        folder, "--only", "storage.latency_p99,storage.mixed,nvmeof.paths")))
+        folder, "--only", "storage.latency_p99,storage.mixed,nvmeof.paths", "--keep-scratch")))
     run.start()
     try:
         deadline = time.monotonic() + 1800
@@ -168,6 +195,9 @@ def test_a_rail_cut_during_fio_leaves_zero_errors_and_is_reported(deployed: Exam
     assert all((d["value"] or 0) >= planned for d in paths["details"] if d["where"].startswith("client-2")), paths
     assert "client-1" in paths["message"] + " ".join(paths["notes"]), paths
     assert code == 1
+    # the latency workload read the files the full run laid out on each client's tier (same inode, never rewritten)
+    now = scratch_files(deployed)
+    assert {k: now.get(k) for k in kept} == kept, "the tier's kept files were laid out again"
     # rail 1 is back: the cut path reconnects at its next reconnect_delay tick. Polled, not slept (a fixed 3 x
     # reconnect_delay, 30 s, waited here before), with a bound far past it; the paths check below still judges them
     nv = bp.storage.nvmeof
@@ -187,9 +217,10 @@ KILL_FIO_MID_RUN = ("for i in $(seq 3600); do pgrep -f 'job[.]fio' >/dev/null &&
 
 
 def test_a_clients_fio_killed_mid_run_is_named_and_not_a_pass(deployed: ExampleLab) -> None:
-    """`pkill -x fio` on client-1 5 s after its seq_read started (inside its 12 s): fio stops its jobs, still writes a
-    report whose jobs say error 0, and exits 128 (or 0 when only the job processes got the signal). The verdict must
-    not take the partial run as a measure: a setup error naming client-1."""
+    """`pkill -x fio` on client-1 5 s after its seq_read started (inside its 12 s: the files are the ones the earlier
+    runs kept, so nothing is laid out first): fio stops its jobs, still writes a report whose jobs say error 0, and
+    exits 128 (or 0 when only the job processes got the signal). The verdict must not take the partial run as a
+    measure: a setup error naming client-1. This run keeps nothing: every scratch file is gone afterwards."""
     folder, lab = deployed.folder, deployed.lab
     outcome: dict[str, Any] = {}
     run = threading.Thread(target=lambda: outcome.update(result=accept(folder, "--only",
@@ -206,3 +237,5 @@ def test_a_clients_fio_killed_mid_run_is_named_and_not_a_pass(deployed: ExampleL
     assert "client-1" in got["message"] and "client-2" not in got["message"], got["message"]
     assert code == 2
     assert (results / "fio" / "seq_read" / "client-2.json").is_file(), "client-2's fio ran to its end"
+    # a run without --keep-scratch removes the files, its own and those the earlier runs kept on the tier
+    assert scratch_files(deployed) == {}

@@ -100,10 +100,12 @@ def run(session: Session, workload: FioWorkload, checks: list[Check], write: Wri
 
 
 def cleanup(session: Session, write: WritePlan) -> None:
-    """Remove the scratch files the run wrote (``files/job_cleanup.sh``: only ``clustersmith-accept.<host>.*``); a
-    run that started no fio job wrote none, and has no call to make on the clients."""
-    if session.fio_started and write.kind in ("scratch_dir", "directory"):
-        targets = "\n".join(a.path for a in write.areas())
+    """Remove the scratch files (``files/job_cleanup.sh``: only ``clustersmith-accept.<host>.*``) in every directory
+    of ``write.cleanup_paths``: this run's, and those an earlier --keep-scratch run left in the plan's other scratch
+    directories. A run that keeps them (--keep-scratch) leaves them for the next; one that started no fio job makes
+    no call on the clients."""
+    if session.fio_started and not write.keep and write.cleanup_paths:
+        targets = "\n".join(write.cleanup_paths)
         session.job(Job("cleanup", "cleanup", {h: {"host": h, "targets": targets}
                                                for h in session.inventory.group("gpu_clients")}, (),
                         int(120 * session.scale), short=True))

@@ -37,12 +37,25 @@ def test_default_writes_only_the_plans_scratch_files_each_workload_on_its_file_s
     assert (f"in {shared.path} (plan scratch on {shared.mount}); {tier.path} (plan scratch on {tier.mount}) on "
             "client-1, client-2") in w.summary
     assert "removes them afterwards" in w.summary
-    assert [a.path for a in w.areas()] == [shared.path, tier.path]  # what the cleanup play removes files in
+    assert w.cleanup_paths == (shared.path, tier.path)  # what the cleanup job removes files in
+    assert not w.keep
 
 
 def test_only_the_file_systems_the_selected_workloads_use_are_written(bp: Blueprint) -> None:
     w = plan_writes(bp, select(bp, ["storage.latency_p99"]), None, False, HOSTS)
     assert list(w.scratch) == ["tier"]
+    # the clean-up still covers every scratch directory of the plan: an earlier --keep-scratch run may have left
+    # files on the shared file system, which this run does not write
+    assert w.cleanup_paths == (bp.acceptance.scratch_dir("shared").path, bp.acceptance.scratch_dir("tier").path)
+
+
+def test_keep_scratch_leaves_the_files_and_says_so(bp: Blueprint) -> None:
+    w = plan_writes(bp, select(bp), None, False, HOSTS, keep=True)
+    assert w.keep and w.summary.endswith("and keeps them for the next run (--keep-scratch)"), w.summary
+    target = "/tmp/clustersmith-scratch-test"
+    kept = plan_writes(bp, select(bp), target, True, HOSTS, keep=True)
+    assert (kept.kind, kept.keep, kept.cleanup_paths) == ("directory", True, (target,))
+    assert kept.summary.endswith(" and keep them for the next run (--keep-scratch)"), kept.summary
 
 
 def test_a_target_naming_one_scratch_directory_takes_every_workload_there(bp: Blueprint) -> None:

@@ -4,6 +4,7 @@ connection (the lab tier does the same over SSH into VMs). Setup failures come b
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -84,6 +85,29 @@ def test_runs_fio_for_real_and_cleans_its_scratch_files(out: Path, tmp_path: Pat
     assert (run / "report.html").is_file() and (run / "junit.xml").is_file()
     assert list(scratch.iterdir()) == [], "the scratch files are removed afterwards"
     assert steps_run(out) == ["facts", "fio-rand_read_4k", "cleanup"]
+
+
+def test_keep_scratch_reuses_the_files_laid_out_and_leaves_them(out: Path, tmp_path: Path) -> None:
+    """--keep-scratch: fio finds client-1's file already laid out (here by the test, a sparse file with an old mtime)
+    and reads it as it is (same inode, mtime untouched), and the run leaves both clients' files for the next."""
+    require_tool("fio")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(mode=0o700)
+    size = next(w for w in load_blueprint(out).acceptance.workloads if w.name == "rand_read_4k").size.value.value
+    laid_out = scratch / "clustersmith-accept.client-1.0"
+    with laid_out.open("wb") as f:
+        f.truncate(int(size))
+    os.utime(laid_out, (1_000_000_000, 1_000_000_000))
+    before = laid_out.stat()
+    r = accept(out, "--inventory", inventory(tmp_path, ("client-1", "client-2"), **LOCAL), "--fio-target", scratch,
+               "--destructive", "--keep-scratch", "--only", "storage.latency_p99")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "and keep them for the next run (--keep-scratch)" in " ".join(r.stdout.split())
+    after = laid_out.stat()
+    assert (after.st_ino, after.st_mtime) == (before.st_ino, 1_000_000_000), "fio laid the kept file out again"
+    assert sorted(p.name for p in scratch.iterdir()) == ["clustersmith-accept.client-1.0",
+                                                         "clustersmith-accept.client-2.0"]
+    assert steps_run(out) == ["facts", "fio-rand_read_4k"], "no clean-up call"
 
 
 def test_a_missing_fio_is_a_setup_error(out: Path, tmp_path: Path) -> None:
