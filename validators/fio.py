@@ -4,6 +4,8 @@
   ``client_stats[]`` whose ``"All clients"`` entry is the aggregate. Text fio writes into the same file
   ahead of the document (client/server prefixes, verify messages) is skipped; with ``--status-interval``
   the last document counts. Units as fio writes them: ``bw_bytes`` B/s, ``clat_ns`` ns (field-numbers 2.1).
+  Latency percentiles are read from whichever record fio kept them in: ``clat_ns`` (its default), ``lat_ns``
+  (``lat_percentiles=1``) or ``slat_ns`` (``slat_percentiles=1``); ``FioJob.latency`` says which.
   fio older than 3.2 writes no ``bw_bytes``, only ``bw`` in KiB/s (field-numbers 10.5), which is read instead;
   ``unified_rw_reporting=mixed`` writes one ``mixed`` section in place of ``read`` and ``write``.
 - A report names its host where fio can: the ``write_bw_log`` prefix the job file sets from ``CLUSTERSMITH_HOST``
@@ -64,6 +66,15 @@ class ClatNs(ParsedFinite):
         return None
 
 
+LatencyKind = Literal["clat", "lat", "slat"]
+# Where fio keeps a direction's latency percentiles (fio's HOWTO.rst: clat_percentiles, on by default;
+# lat_percentiles and slat_percentiles put them under lat_ns and slat_ns instead), in the order they are taken.
+LATENCY_KINDS: tuple[LatencyKind, ...] = ("clat", "lat", "slat")
+LATENCY_WORDS: dict[LatencyKind, str] = {
+    "clat": "completion latency (clat_ns)", "lat": "total latency, submission + completion (lat_ns)",
+    "slat": "submission latency (slat_ns)"}
+
+
 class FioDirection(ParsedFinite):
     io_bytes: int
     bw_bytes: int = Field(description="B/s (fio < 3.2: ``bw`` KiB/s x 1024)")
@@ -71,6 +82,8 @@ class FioDirection(ParsedFinite):
     runtime: int = Field(description="ms")
     total_ios: int
     clat_ns: ClatNs | None = None
+    lat_ns: ClatNs | None = Field(default=None, description="total latency; its percentiles with lat_percentiles=1")
+    slat_ns: ClatNs | None = Field(default=None, description="submission latency; percentiles with slat_percentiles=1")
     bw_mean: float = Field(default=0.0, description="KiB/s, mean of the per-interval samples")
     bw_dev: float = Field(default=0.0, description="KiB/s, standard deviation of the per-interval samples")
     bw_samples: int = 0
@@ -104,6 +117,16 @@ class FioJob(ParsedFinite):
 
     def direction(self, name: Direction) -> FioDirection | None:
         return getattr(self, name)  # type: ignore[no-any-return]
+
+    def latency(self, name: Direction) -> tuple[LatencyKind, ClatNs] | None:
+        """The latency record of direction ``name`` that holds fio's percentiles (or json+ bins): completion latency
+        where fio recorded it (its default), else total, else submission latency; None when none does."""
+        d = self.direction(name)
+        for kind in LATENCY_KINDS:
+            found: ClatNs | None = getattr(d, f"{kind}_ns", None)
+            if found is not None and (found.percentile or found.bins):
+                return kind, found
+        return None
 
 
 class FioRun(ParsedFinite):
@@ -225,11 +248,17 @@ def parse_fio(text: str, source: str = "<fio>") -> FioRun:
                   time_based_ms=_time_based_ms(options if isinstance(options, dict) else {}, jobs))
 
 
+# How a report's options say time_based was not set. Set, fio writes the value given ("1", "true", ...) or, for a bare
+# `time_based` line, "" (stat.c json_add_job_opts writes "" for an option without a value, in the versions that
+# guard it; fio 3.33 leaves such an option out of "job options", recorded here: then nothing says it was set).
+NOT_SET = ("0", "false", "no", "off")
+
+
 def _time_based_ms(options: dict[str, object], jobs: list[FioJob]) -> int | None:
     """The runtime (ms) a time_based run asked for, from its global options or, failing those, its jobs' options;
     None when it was not time_based or the value is not one fio's time units express (then nothing is claimed)."""
     merged = {**{k: v for j in jobs for k, v in j.options.items()}, **{str(k): v for k, v in options.items()}}
-    if str(merged.get("time_based", "0")) not in ("1", "true"):
+    if str(merged.get("time_based", "0")).strip().lower() in NOT_SET:
         return None
     m = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h|)\s*", str(merged.get("runtime", "")))
     return int(m.group(1)) * _SECONDS[m.group(2)] if m else None
@@ -273,15 +302,27 @@ def parse_bw_log_lines(text_lines: Iterable[str], source: str = "<bw log>") -> t
 # measures -----------------------------------------------------------------------------------------
 
 
+def latency_kinds(runs: Iterable[FioRun], direction: Direction) -> dict[LatencyKind, list[str]]:
+    """Which latency each job recorded its percentiles of (``FioJob.latency``), with the jobs (``<source>: <job>``)
+    under each; a job that recorded none is not listed."""
+    kinds: dict[LatencyKind, list[str]] = defaultdict(list)
+    for run in runs:
+        for job in run.jobs:
+            if (found := job.latency(direction)) is not None:
+                kinds[found[0]].append(f"{run.source}: {job.jobname}")
+    return dict(kinds)
+
+
 def merged_percentile(runs: Iterable[FioRun], direction: Direction, pct: float) -> float | None:
-    """The ``pct`` completion-latency percentile (ns) over every job of every run, from json+ bins."""
+    """The ``pct`` latency percentile (ns) over every job of every run, from json+ bins of the latency each job
+    recorded (``FioJob.latency``; the caller checks that every job recorded the same one)."""
     counts: dict[float, int] = defaultdict(int)
     for run in runs:
         for job in run.jobs:
-            d = job.direction(direction)
-            if d is None or d.clat_ns is None or not d.clat_ns.bins:
+            found = job.latency(direction)
+            if found is None or not found[1].bins:
                 return None
-            for bin_ns, count in d.clat_ns.bins.items():
+            for bin_ns, count in found[1].bins.items():
                 counts[float(bin_ns)] += count
     total = sum(counts.values())
     if total == 0:
@@ -298,8 +339,7 @@ def merged_percentile(runs: Iterable[FioRun], direction: Direction, pct: float) 
 def worst_percentile(runs: Iterable[FioRun], direction: Direction, pct: float) -> float | None:
     """The highest per-job ``pct`` percentile (ns) fio reported, when no bins can be merged."""
     values = [v for run in runs for j in run.jobs
-              if (d := j.direction(direction)) is not None and d.clat_ns is not None
-              and (v := d.clat_ns.at(pct)) is not None]
+              if (found := j.latency(direction)) is not None and (v := found[1].at(pct)) is not None]
     return max(values) if values else None
 
 

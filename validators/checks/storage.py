@@ -1,5 +1,6 @@
-"""Storage rules on fio output: throughput summed over the clients that ran at once, p99 completion latency,
-jitter as the coefficient of variation of the summed per-interval bandwidth, and the mixed workload's errors.
+"""Storage rules on fio output: throughput summed over the clients that ran at once, p99 read latency (of the
+percentiles fio recorded: completion, total or submission latency), jitter as the coefficient of variation of the
+summed per-interval bandwidth, and the mixed workload's errors.
 
 Every rule judges only a complete workload: one report from each planned GPU node, the host named by the report
 itself where fio says it (the ``write_bw_log`` prefix, set from ``CLUSTERSMITH_HOST``), else by the file name. A
@@ -14,9 +15,11 @@ from validators.coverage import Planned, cover
 from validators.errors import ParseError
 from validators.fio import (
     DIRECTIONS,
+    LATENCY_WORDS,
     Direction,
     coefficient_of_variation,
     interval_series,
+    latency_kinds,
     merged_percentile,
     worst_percentile,
 )
@@ -139,13 +142,20 @@ def write_throughput(check: Check, results: Results, planned: Planned) -> Measur
     return _throughput(check, results, planned, "write")
 
 
+NO_PERCENTILES = ("fio recorded no read latency percentiles in any report: run the job with clat_percentiles=1 "
+                  "(fio's default, which percentile_list or clat_percentiles=0 may have turned off) or "
+                  "lat_percentiles=1")
+
+
 @rule("storage.latency_p99",
-      measures="p99 completion latency (clat) of the `rand_read_4k` workload (4k random reads, iodepth 1): the p99 "
-               "of every GPU node's json+ latency bins merged, else the worst node's own p99; it runs on each node's "
-               "tiered file system (its own NVMe-oF namespace behind dm-cache) where the nodes own one, else on the "
-               "shared file system",
+      measures="p99 read latency of the `rand_read_4k` workload (4k random reads, iodepth 1), from the percentiles "
+               "fio recorded: completion latency (clat, its default), else total latency (lat, `lat_percentiles=1`), "
+               "else submission latency (slat), the source named in the notes; the p99 of every GPU node's json+ "
+               "latency bins merged, else the worst node's own p99; it runs on each node's tiered file system (its "
+               "own NVMe-oF namespace behind dm-cache) where the nodes own one, else on the shared file system",
       passes=f"the spec's p99 latency; {FIO_JOB_ERROR}",
-      setup_error=fio_setup_error("rand_read_4k", "no read completion latency in any report (no value)",
+      setup_error=fio_setup_error("rand_read_4k", "no read latency percentiles in any report (the message says "
+                                  "what to add to the job)", "reports whose percentiles are of different latencies",
                                   "a planned unit that is not a duration"))
 def latency_p99(check: Check, results: Results, planned: Planned) -> Measurement:
     found = _workload(check, results, planned)
@@ -155,20 +165,30 @@ def latency_p99(check: Check, results: Results, planned: Planned) -> Measurement
     if scale is None:
         return Measurement(setup_error=f"unit {check.unit!r} is not a duration ({', '.join(TIME_UNITS_NS)})")
     runs = list(found.runs.values())
+    kinds = latency_kinds(runs, "read")
+    coverage, notes = _coverage(found, planned)
+    if not kinds:
+        return Measurement(coverage=(coverage,), setup_error=NO_PERCENTILES, failed_runs=_failures(found))
+    if len(kinds) > 1:  # a p99 of completion latency on one client and of total latency on another is no p99
+        said = "; ".join(f"{LATENCY_WORDS[k]} in {', '.join(jobs[:3])}" for k, jobs in kinds.items())
+        return Measurement(coverage=(coverage,), failed_runs=_failures(found), setup_error=(
+            f"the reports' percentiles are of different latencies ({said}): run every client with the same job file"))
+    (kind,) = kinds
     merged = merged_percentile(runs, "read", 99.0)
     value, how = (merged, "p99 of every client's json+ latency bins merged") if merged is not None else (
         worst_percentile(runs, "read", 99.0), "worst client's p99 (no json+ bins to merge)")
+    how += f", of {LATENCY_WORDS[kind]}"
     details, series = [], []
     for host, run in sorted(found.runs.items()):
         for job in run.jobs:
-            clat = job.read.clat_ns if job.read is not None else None
-            if clat is None:
+            recorded = job.latency("read")
+            if recorded is None:
                 continue
+            clat = recorded[1]
             p99 = clat.at(99.0)
             details.append(Detail(where=host, value=None if p99 is None else p99 / scale, unit=check.unit))
             points = sorted((float(k), v / 1e3) for k, v in clat.percentile.items())
             series.append(Series(kind="latency", name=host, points=tuple(points)))
-    coverage, notes = _coverage(found, planned)
     line = Reference(kind="latency", y=check.threshold * scale / 1e3, label=f"p99 {check.op} {check.threshold:g} "
                      f"{check.unit}")
     return Measurement(value=None if value is None else value / scale, details=tuple(details),

@@ -3,6 +3,7 @@ READMEs), or a copy of one with the edit the test names; thresholds come from th
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 from pathlib import Path
@@ -126,6 +127,32 @@ def test_every_complete_recording_measured_its_whole_runtime() -> None:
         assert run.time_based_ms in (2000, 4000) and run.cut_short() == (), src
     killed = parse_fio((FIO.parents[1] / "cut-short" / "client-1.json").read_text(), "x")
     assert killed.errors == 0 and killed.time_based_ms == 10_000 and len(killed.cut_short()) == 1
+
+
+@pytest.mark.parametrize(("written", "time_based"), [
+    ("1", True), ("true", True), ("", True),  # "": a bare `time_based` line, as fio's newer stat.c writes it
+    ("0", False), ("false", False), (None, False)])  # None: left out, as fio 3.33 does with a bare one
+def test_time_based_is_read_in_every_form_fio_writes(written: str | None, time_based: bool) -> None:
+    """The killed recording (time_based=1, runtime 10) with its time_based option as each fio version writes it:
+    set, the cut-short check finds the 2.4 s run; not set, nothing is claimed of the runtime."""
+    text = (FIO.parents[1] / "cut-short" / "client-1.json").read_text()
+    report = json.loads(text[text.index("{"):])  # past what fio printed ahead of the document (the signal)
+    for place in (report.get("global options", {}), *(j.get("job options", {}) for j in report["jobs"])):
+        if "time_based" in place:
+            if written is None:
+                del place["time_based"]
+            else:
+                place["time_based"] = written
+    run = parse_fio(json.dumps(report), "edited")
+    assert (run.time_based_ms == 10_000) is time_based and (len(run.cut_short()) == 1) is time_based
+
+
+def test_fio_3_33_leaves_a_bare_time_based_out_of_its_report() -> None:
+    """bare-time-based/fio-3.33.json (recorded, see the README): what fio 3.33 writes for a bare `time_based` line.
+    The report does not say the run was time based, so nothing is claimed about its runtime."""
+    src = FIO.parents[1] / "bare-time-based" / "fio-3.33.json"
+    assert "time_based" not in src.read_text() and "time_based" in (src.parent / "k.fio").read_text()
+    assert parse_fio(src.read_text(), str(src)).time_based_ms is None
 
 
 # nccl-tests ------------------------------------------------------------------------------------------------------

@@ -81,6 +81,41 @@ def test_p99_uses_the_blueprint_unit(tmp_path: Path) -> None:
     assert any(s.kind == "latency" for s in got.series)
 
 
+TOTAL_LATENCY = FIXTURES / "fio" / "total-latency" / "superbench-fio-3.16-randrw.json"  # lat_percentiles=1
+
+
+def test_p99_is_read_from_total_latency_where_fio_recorded_only_that(tmp_path: Path) -> None:
+    """A real fio 3.16 report run with lat_percentiles=1 (Microsoft SuperBench's recording): its percentiles are
+    under lat_ns, its clat_ns has none. The p99 is the one fio recorded, and the notes say which latency it is."""
+    results = results_with(tmp_path, {f"fio/rand_read_4k/{c}.json": TOTAL_LATENCY for c in ("client-1", "client-2")})
+    got = judged(blueprint("lab"), results, "storage.latency_p99")["storage.latency_p99"]
+    assert got.measured == pytest.approx(2244608 / 1e3) and got.unit == "us", got.message  # read lat_ns p99
+    assert any("of total latency, submission + completion (lat_ns)" in n for n in got.notes), got.notes
+    assert got.status == "info"  # the lab's performance checks are informational
+
+
+def test_a_report_without_latency_percentiles_says_what_to_add(tmp_path: Path) -> None:
+    report = json.loads(TOTAL_LATENCY.read_text())
+    for job in report["jobs"]:
+        for direction in ("read", "write", "trim"):
+            job[direction]["lat_ns"].pop("percentile", None)  # as fio writes with lat_percentiles=0 too
+    (tmp_path / "fio" / "rand_read_4k").mkdir(parents=True)
+    for client in ("client-1", "client-2"):
+        (tmp_path / "fio" / "rand_read_4k" / f"{client}.json").write_text(json.dumps(report))
+    got = judged(blueprint("lab"), tmp_path, "storage.latency_p99")["storage.latency_p99"]
+    assert got.status == "setup_error" and "fio recorded no read latency percentiles" in got.message
+    assert "clat_percentiles=1" in got.message and "lat_percentiles=1" in got.message
+
+
+def test_clients_whose_percentiles_are_of_different_latencies_are_not_merged(tmp_path: Path) -> None:
+    results = results_with(tmp_path, {
+        "fio/rand_read_4k/client-1.json": TOTAL_LATENCY,
+        "fio/rand_read_4k/client-2.json": FIXTURES / "fio" / "results" / "fio" / "rand_read_4k" / "client-2.json"})
+    got = judged(blueprint("lab"), results, "storage.latency_p99")["storage.latency_p99"]
+    assert got.status == "setup_error" and "the reports' percentiles are of different latencies" in got.message
+    assert "completion latency (clat_ns) in " in got.message and "total latency" in got.message
+
+
 def test_a_verify_mismatch_fails_the_mixed_workload(tmp_path: Path) -> None:
     src = FIXTURES / "fio" / "verify-failure"
     results = results_with(tmp_path, {"fio/mixed/client-1.json": src / "client-1.json",
