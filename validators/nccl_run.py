@@ -187,16 +187,23 @@ def judge_preflight(check: Check, counted: Mapping[str, GpuCount]) -> Measuremen
 # -- what the debug log must show ------------------------------------------------------------------------------
 
 
+def debug_missing(debug: NcclDebug | None, check: Check, name: str) -> str | None:
+    """What cannot be confirmed without NCCL INFO lines: the transport and the rank count. Missing evidence, a setup
+    error that says what to rerun with (never a pass, and not a failure: nothing failed)."""
+    want = args_as(check.args, NcclArgs).transport
+    if debug is not None or want is None:  # want None: a Blueprint from before the plan named the transport
+        return None
+    return (f"{name}: no NCCL INFO lines, so the transport ({TRANSPORT_NAMES[want]}) and the rank count cannot be "
+            "confirmed: rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET is enough)")
+
+
 def debug_violations(debug: NcclDebug | None, check: Check, name: str) -> list[str]:
-    """The transport NCCL used between nodes and the communicator's size, against the plan. Without NCCL INFO lines
-    neither can be confirmed, which is not a pass."""
+    """The transport NCCL used between nodes and the communicator's size, against the plan, from NCCL's INFO lines
+    (without them, ``debug_missing`` says what cannot be confirmed)."""
     args = args_as(check.args, NcclArgs)
     want = args.transport
-    if want is None:  # a Blueprint from before the plan named it
+    if want is None or debug is None:  # a Blueprint from before the plan named it; no INFO lines
         return []
-    if debug is None:
-        return [f"{name}: no NCCL INFO lines (run with NCCL_DEBUG=INFO): the transport ({TRANSPORT_NAMES[want]}) "
-                "and the rank count cannot be confirmed"]
     found = []
     if debug.socket_fallback:
         found.append(f"{name}: NCCL fell back to NET/Socket (TCP) between nodes; expected {TRANSPORT_NAMES[want]}")

@@ -21,7 +21,7 @@ from validators.coverage import Planned, count, cover
 from validators.errors import ParseError, parse_error
 from validators.nccl import NcclRun, parse_nccl_file
 from validators.nccl_debug import NcclDebug, parse_nccl_debug_file
-from validators.nccl_run import debug_violations, emulated, judge_preflight, nccl_size, read_preflight
+from validators.nccl_run import debug_missing, debug_violations, emulated, judge_preflight, nccl_size, read_preflight
 from validators.outcome import Coverage, Detail, Measurement, Reference, Series
 from validators.rdma import parse_perftest_bw_file
 from validators.results import Results
@@ -170,7 +170,9 @@ def _gpu_gate(check: Check, results: Results, planned: Planned) -> Measurement |
       setup_error="no host ran it (the runner's record, a failed launch proof in the lab included) or the GPU "
                   "pre-flight matched no host; no `nccl/<name>.txt` or `.json`; a sweep that stops short of "
                   "`maxbytes` or has no footer; no `all_reduce_perf` run among the logs; a run with fewer ranks or "
-                  "nodes than planned (its device report, else NCCL's INFO lines)")
+                  "nodes than planned (its device report, else NCCL's INFO lines); a log without NCCL INFO lines "
+                  "where nothing else failed (the transport and the rank count cannot be confirmed: the message says "
+                  "to rerun with `NCCL_DEBUG=INFO`)")
 def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measurement:
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
@@ -192,9 +194,11 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
     incomplete: list[str] = []
     coverage: list[Coverage] = []
     violations: list[str] = []
+    unconfirmed: list[str] = []
     for path in files:
         debug = _debug(path)
         violations += debug_violations(debug, check, path.name)
+        unconfirmed += [m] if (m := debug_missing(debug, check, path.name)) is not None else []
         if debug is not None:
             notes.append(debug_note(path.name, debug, args.algorithm_expectation))
             debugs.append(debug)
@@ -223,6 +227,7 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
     for path in results.files("nccl", "collectives", pattern="*.txt"):  # the plan's other collectives, one per file
         debug = _debug(path)
         violations += debug_violations(debug, check, f"collectives/{path.name}")
+        unconfirmed += [m] if (m := debug_missing(debug, check, f"collectives/{path.name}")) is not None else []
         for run in parse_nccl_file(path).runs:
             where = f"collectives/{path.name}" + (f" {run.name}" if run.test or run.first_line > 1 else "")
             failures += [f"{where}: {f}" for f in run.failures()]
@@ -240,7 +245,11 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
                          violations=tuple(violations),
                          coverage=_worst(coverage, planned))
     if incomplete:
-        return judged.model_copy(update={"setup_error": "; ".join(incomplete)})
+        return judged.model_copy(update={"setup_error": "; ".join(incomplete + unconfirmed)})
+    if unconfirmed and not violations:  # a failure NCCL's lines did show is reported; the rest awaits the evidence
+        return judged.model_copy(update={"setup_error": "; ".join(unconfirmed)})
+    if unconfirmed:
+        judged = judged.model_copy(update={"notes": (*judged.notes, *unconfirmed)})
     if not details:
         return judged.model_copy(update={"setup_error": "no all_reduce_perf run in nccl/ (only "
                                          + ", ".join(sorted({r.test or "?" for p in files

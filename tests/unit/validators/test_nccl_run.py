@@ -25,6 +25,7 @@ from validators.nccl_run import (
     LaunchNode,
     collectives,
     count_gpus,
+    debug_missing,
     debug_violations,
     judge_launch_proof,
     judge_preflight,
@@ -218,10 +219,12 @@ def test_the_wrong_plugin_and_the_wrong_counts_are_named() -> None:
         "r: NCCL used unknown (networks not printed); expected the gIB plugin"]
 
 
-def test_a_log_without_nccl_info_lines_is_not_confirmed() -> None:
-    found = debug_violations(None, nccl_check(blueprint("cv-training-500tb")), "run.txt")
-    assert found == ["run.txt: no NCCL INFO lines (run with NCCL_DEBUG=INFO): the transport (NET/IB (NCCL's IB verbs "
-                     "transport)) and the rank count cannot be confirmed"]
+def test_a_log_without_nccl_info_lines_is_not_confirmed_and_says_what_to_rerun_with() -> None:
+    check = nccl_check(blueprint("cv-training-500tb"))
+    assert debug_violations(None, check, "run.txt") == [], "missing evidence is not a violation"
+    assert debug_missing(None, check, "run.txt") == (
+        "run.txt: no NCCL INFO lines, so the transport (NET/IB (NCCL's IB verbs transport)) and the rank count cannot "
+        "be confirmed: rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET is enough)")
 
 
 def test_the_rule_fails_a_sweep_whose_debug_log_shows_the_socket_fallback(tmp_path: Path) -> None:

@@ -132,8 +132,10 @@ def test_nccl_reads_busbw_at_the_large_sizes_not_the_footer(tmp_path: Path) -> N
     threshold = check(bp, "nccl.allreduce_busbw").threshold
     assert got.measured == 318.40 and got.coverage_shown == "16 of 16 ranks, 2 of 2 nodes"
     assert threshold > 0
-    # the log carries no NCCL INFO lines: the transport NCCL used is unconfirmed, so it does not pass
-    assert got.status == "fail" and "no NCCL INFO lines" in got.message
+    # the log carries no NCCL INFO lines: the transport NCCL used is unconfirmed, so it does not pass; nothing
+    # failed either, so it is missing evidence, with what to rerun with
+    assert got.status == "setup_error" and "no NCCL INFO lines" in got.message, got.message
+    assert "rerun with NCCL_DEBUG=INFO" in got.message
     assert any("not the measure" in n for n in got.notes)
     assert {s.name.split()[-1] for s in got.series} == {"out-of-place", "in-place"}
 
