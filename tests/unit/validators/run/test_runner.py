@@ -42,6 +42,18 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def short_fio(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The lab's build folder with its latency workload cut to 1 s of ramp and 2 s measured (the plan's 2 + 10 s prove
+    nothing more about the runner here): the tests that run fio for real, each fio run 9 s shorter."""
+    bp = plan(load_requirements(REPO / "examples" / "lab.yaml"))
+    workloads = tuple(w.model_copy(update={"ramp_s": 1, "runtime_s": w.runtime_s.model_copy(update={"value": 2})})
+                      if w.name == "rand_read_4k" else w for w in bp.acceptance.workloads)
+    short = bp.model_copy(update={"acceptance": bp.acceptance.model_copy(update={"workloads": workloads})})
+    folder, _ = build(short, tmp_path_factory.mktemp("short"))
+    return folder
+
+
 def inventory(tmp_path: Path, names: tuple[str, ...] = ("local-1",), **host: object) -> Path:
     path = tmp_path / "inventory.yml"
     path.write_text(yaml.safe_dump({"all": {"children": {"gpu_clients": {"hosts": {n: host for n in names}}}}}))
@@ -67,7 +79,8 @@ def steps_run(out: Path) -> list[str]:
     return [t["step"] for t in json.loads((run / "timings.json").read_text())]
 
 
-def test_runs_fio_for_real_and_cleans_its_scratch_files(out: Path, tmp_path: Path) -> None:
+def test_runs_fio_for_real_and_cleans_its_scratch_files(short_fio: Path, tmp_path: Path) -> None:
+    out = short_fio
     require_tool("fio")
     scratch = tmp_path / "scratch"  # both planned lab clients, reached locally: the verdict covers the plan
     r = accept(out, "--inventory", inventory(tmp_path, ("client-1", "client-2"), **LOCAL), "--fio-target", scratch,
@@ -87,9 +100,10 @@ def test_runs_fio_for_real_and_cleans_its_scratch_files(out: Path, tmp_path: Pat
     assert steps_run(out) == ["facts", "fio-rand_read_4k", "cleanup"]
 
 
-def test_keep_scratch_reuses_the_files_laid_out_and_leaves_them(out: Path, tmp_path: Path) -> None:
+def test_keep_scratch_reuses_the_files_laid_out_and_leaves_them(short_fio: Path, tmp_path: Path) -> None:
     """--keep-scratch: fio finds client-1's file already laid out (here by the test, a sparse file with an old mtime)
     and reads it as it is (same inode, mtime untouched), and the run leaves both clients' files for the next."""
+    out = short_fio
     require_tool("fio")
     scratch = tmp_path / "scratch"
     scratch.mkdir(mode=0o700)
