@@ -149,9 +149,15 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
         message = "the run failed: " + "; ".join(m.failed_runs)
         if gaps:
             message += "; and the result is incomplete: " + "; ".join(gaps)
+    elif m.setup_error is not None and m.violations and not gaps and check.severity != "info":
+        # what could be read covers the plan and shows a failure: never hidden behind what could not be read (a
+        # result short of the plan stays a setup error, the failures it shows named in its message)
+        status = "fail" if check.severity == "error" else "warn"
+        message = "; ".join(m.violations) + f"; and could not measure the rest: {m.setup_error}"
     elif m.setup_error is not None:
         status = "setup_error"
-        message = f"could not measure: {m.setup_error}"
+        message = f"could not measure: {m.setup_error}" + (
+            "; what could be read shows: " + "; ".join(m.violations) if m.violations else "")
         if gaps and any(c.seen for c in m.coverage):  # what there was did not cover the plan either
             message += "; and the result does not cover the plan: " + "; ".join(gaps)
     elif m.not_applicable is not None:

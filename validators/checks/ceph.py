@@ -8,11 +8,14 @@ planner's ``daemons.monitor_hosts[0]``): the result covers one cluster of one.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from blueprints.blueprint import CephPlan, CephPool, Check
 from blueprints.blueprint.check_args import CephArgs, args_as
-from validators.ceph import CEPH_OWN_POOLS, OsdState, PoolState, parse_osd_tree, parse_pools, parse_status
-from validators.checks import one_file, rule
+from validators.ceph import CEPH_OWN_POOLS, CephStatus, OsdState, PoolState, parse_osd_tree, parse_pools, parse_status
+from validators.checks import rule, setup_failure
 from validators.coverage import Planned, count
+from validators.errors import ParseError
 from validators.outcome import Coverage, Detail, Measurement
 from validators.results import Results
 
@@ -87,40 +90,84 @@ def judge_pools(ceph: CephPlan, pools: tuple[PoolState, ...]) -> tuple[list[str]
              "violation. Not applicable where the Blueprint plans no Ceph",
       setup_error="a ceph call that did not run, exited non-zero, timed out or printed what its parser refuses (the "
                   "runner names the host, the command and the CLI's last stderr line), or a monitor host missing "
-                  "from the inventory; no `ceph/status.json`, `ceph/osd-pool-ls-detail.json` or `ceph/osd-tree.json`")
+                  "from the inventory; no `ceph/status.json`, `ceph/osd-pool-ls-detail.json` or `ceph/osd-tree.json`. "
+                  "What the outputs that could be read show is judged all the same: a failure there fails the check, "
+                  "with the unread output named beside it")
 def ceph_health(check: Check, results: Results, planned: Planned) -> Measurement:
     ceph = planned.ceph
     if ceph is None:
         return Measurement(not_applicable="the Blueprint plans no Ceph cluster")
-    files: dict[str, tuple[str, str]] = {}
-    for name, file in OUTPUTS:
-        found = one_file(check, results, f"ceph {name.replace('-', ' ')} output", FOLDER, file)
-        if isinstance(found, Measurement):
-            return found.model_copy(update={"coverage": (cluster_coverage(check, 0),)})
-        files[name] = found
-    status = parse_status(*files["status"])
-    pools = parse_pools(*files["osd-pool-ls-detail"])
-    osds = parse_osd_tree(*files["osd-tree"])
+    read = _read(check, results)
+    if read.status is None and read.pools is None and read.osds is None:  # nothing to judge: what stood in the way
+        return Measurement(setup_error="; ".join(read.unread), coverage=(cluster_coverage(check, 0),))
+    status, pools, osds, unread = read.status, read.pools, read.osds, read.unread
     violations: list[str] = []
-    if status.health != "HEALTH_OK":
-        violations.append(f"health {status.health}: " + "; ".join(f"{c.code}: {c.summary}" for c in status.checks))
-    if status.mutes:
-        violations.append(f"muted health check(s): {', '.join(status.mutes)}; a muted check is never a pass")
-    if bad := status.not_clean():
-        violations.append("PGs not active+clean: " + ", ".join(f"{p.count} {p.state}" for p in bad))
+    notes: list[str] = []
+    details: list[Detail] = []
     wanted = ceph.osds.value
-    if status.num_osds != wanted or status.num_up_osds != wanted or status.num_in_osds != wanted:
-        violations.append(f"OSDs: {status.num_osds} exist, {status.num_up_osds} up, {status.num_in_osds} in; "
-                          f"planned {wanted}, all up and in")
-    violations += judge_osds(planned, osds)
-    pool_violations, notes = judge_pools(ceph, pools)
-    violations += pool_violations
-    details = (Detail(where="cluster", value=1.0 if status.health == "HEALTH_OK" else 0.0, unit="bool",
-                      note=f"{status.health}; {status.num_pgs} PGs; {status.num_up_osds}/{status.num_osds} OSDs up"),
-               Detail(where="pools", value=0.0 if pool_violations else 1.0, unit="bool",
-                      note=f"{len(ceph.pools)} planned, {len(pools)} in the cluster"),
-               Detail(where="osds", value=float(sum(o.up and o.in_ for o in osds)), unit="osds",
-                      note=f"up and in of {wanted} planned, on CRUSH host(s) "
-                           + ", ".join(sorted({o.host or "(none)" for o in osds}))))
-    return Measurement(value=0.0 if violations else 1.0, details=details, notes=tuple(notes),
-                       violations=tuple(violations), coverage=(cluster_coverage(check, 1),))
+    if status is not None:
+        if status.health != "HEALTH_OK":
+            violations.append(f"health {status.health}: " + "; ".join(f"{c.code}: {c.summary}"
+                                                                       for c in status.checks))
+        if status.mutes:
+            violations.append(f"muted health check(s): {', '.join(status.mutes)}; a muted check is never a pass")
+        if bad := status.not_clean():
+            violations.append("PGs not active+clean: " + ", ".join(f"{p.count} {p.state}" for p in bad))
+        if status.num_osds != wanted or status.num_up_osds != wanted or status.num_in_osds != wanted:
+            violations.append(f"OSDs: {status.num_osds} exist, {status.num_up_osds} up, {status.num_in_osds} in; "
+                              f"planned {wanted}, all up and in")
+        details.append(Detail(where="cluster", value=1.0 if status.health == "HEALTH_OK" else 0.0, unit="bool",
+                              note=f"{status.health}; {status.num_pgs} PGs; {status.num_up_osds}/{status.num_osds} "
+                                   "OSDs up"))
+    if osds is not None:
+        violations += judge_osds(planned, osds)
+        details.append(Detail(where="osds", value=float(sum(o.up and o.in_ for o in osds)), unit="osds",
+                              note=f"up and in of {wanted} planned, on CRUSH host(s) "
+                                   + ", ".join(sorted({o.host or "(none)" for o in osds}))))
+    if pools is not None:
+        pool_violations, notes = judge_pools(ceph, pools)
+        violations += pool_violations
+        details.append(Detail(where="pools", value=0.0 if pool_violations else 1.0, unit="bool",
+                              note=f"{len(ceph.pools)} planned, {len(pools)} in the cluster"))
+    # what the files that could be read show is reported whatever the others: a failure they show fails the check,
+    # and the unread ones stand beside it as a setup error (judge: violations are never hidden by one)
+    return Measurement(value=None if unread else (0.0 if violations else 1.0), details=tuple(details),
+                       notes=tuple(notes), violations=tuple(violations),
+                       setup_error="; ".join(unread) if unread else None,
+                       coverage=(cluster_coverage(check, 0 if status is None else 1),))
+
+
+@dataclass
+class _Read:
+    """The outputs the rule could read, each None where it could not, and what stood in the way of those."""
+
+    status: CephStatus | None = None
+    pools: tuple[PoolState, ...] | None = None
+    osds: tuple[OsdState, ...] | None = None
+    unread: list[str] = field(default_factory=list)
+
+
+def _read(check: Check, results: Results) -> _Read:
+    """Each output that is there and parses; for the others, the runner's record of a call that did not run, a
+    missing file, or what its parser refused."""
+    got = _Read()
+    runner = setup_failure(results.setup_errors(check.id))
+    if runner is not None and runner.setup_error:
+        got.unread.append(runner.setup_error)
+    for name, file in OUTPUTS:
+        text = results.text(FOLDER, file)
+        source = str(results.root / FOLDER / file)
+        if text is None:
+            if runner is None:
+                got.unread.append(f"no ceph {name.replace('-', ' ')} output in the results ({FOLDER}/{file})")
+            continue
+        try:
+            if name == "status":
+                got.status = parse_status(text, source)
+            elif name == "osd-pool-ls-detail":
+                got.pools = parse_pools(text, source)
+            else:
+                got.osds = parse_osd_tree(text, source)
+        except ParseError as exc:
+            got.unread.append(str(exc))
+    return got

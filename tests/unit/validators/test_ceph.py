@@ -18,7 +18,7 @@ from validators.ceph import parse_osd_tree, parse_pools, parse_status
 from validators.checks.ceph import ceph_health
 from validators.coverage import Planned
 from validators.errors import ParseError
-from validators.outcome import Measurement
+from validators.outcome import Measurement, exit_code, judge
 from validators.results import Results
 
 REPO = Path(__file__).resolve().parents[3]
@@ -145,13 +145,34 @@ def test_a_missing_pool_fails_and_an_unplanned_one_is_named(lab: Blueprint, tmp_
 @pytest.mark.parametrize(("file", "what"), [("status.json", "ceph status output"),
                                             ("osd-pool-ls-detail.json", "ceph osd pool ls detail output"),
                                             ("osd-tree.json", "ceph osd tree output")])
-def test_each_missing_output_is_a_setup_error_covering_no_cluster(lab: Blueprint, tmp_path: Path, file: str,
-                                                                  what: str) -> None:
+def test_each_missing_output_is_a_setup_error(lab: Blueprint, tmp_path: Path, file: str, what: str) -> None:
+    """Beside healthy recordings a missing output is the verdict: a setup error naming it. The cluster counts as read
+    where its own status was (a failure the status shows would fail the check: the test above)."""
     found = results(tmp_path)
     (tmp_path / "ceph" / file).unlink()
     got = judged(lab, found)
-    assert got.setup_error == f"no {what} in the results (ceph/{file})"
-    assert (got.coverage[0].seen, got.coverage[0].planned) == (0, 1)
+    assert got.setup_error == f"no {what} in the results (ceph/{file})" and got.value is None
+    assert (got.coverage[0].seen, got.coverage[0].planned) == (0 if file == "status.json" else 1, 1)
+    assert judge(planned_check(lab), got).status == "setup_error"
+
+
+def test_a_failure_the_status_shows_is_not_hidden_by_a_missing_sibling(lab: Blueprint, tmp_path: Path) -> None:
+    """The osd-down recording without its pool listing (issue 37, item 4: this came out as exit 2, the failure
+    unreported): what status and tree show fails the check, exit 1, and the missing file is named beside it."""
+    found = results(tmp_path, "osd-down")
+    (tmp_path / "ceph" / "osd-pool-ls-detail.json").unlink()
+    got = judged(lab, found)
+    assert "osd.3 on storage-1 is down" in got.violations
+    assert got.setup_error == "no ceph osd pool ls detail output in the results (ceph/osd-pool-ls-detail.json)"
+    verdict = judge(planned_check(lab), got)
+    assert verdict.status == "fail" and exit_code([verdict]) == 1, verdict.message
+    assert "health HEALTH_WARN: OSD_DOWN" in verdict.message
+    assert "and could not measure the rest: no ceph osd pool ls detail output" in verdict.message
+    # the same files healthy: nothing failed, so the missing one is the verdict
+    (tmp_path / "healthy").mkdir()
+    healthy = results(tmp_path / "healthy")
+    (tmp_path / "healthy" / "ceph" / "osd-pool-ls-detail.json").unlink()
+    assert judge(planned_check(lab), judged(lab, healthy)).status == "setup_error"
 
 
 def test_the_runners_setup_error_stands_for_the_output(lab: Blueprint, tmp_path: Path) -> None:
@@ -159,7 +180,8 @@ def test_the_runners_setup_error_stands_for_the_output(lab: Blueprint, tmp_path:
     (tmp_path / "setup-errors.json").write_text(json.dumps(
         {"storage.ceph_health": {"storage-1": "ceph status -f json: timed out after 60 s"}}))
     got = judged(lab, found)
-    assert got.setup_error == "storage-1: ceph status -f json: timed out after 60 s" and got.coverage[0].seen == 0
+    assert got.setup_error == "storage-1: ceph status -f json: timed out after 60 s" and got.value is None
+    assert judge(planned_check(lab), got).status == "setup_error"
 
 
 def test_clouds_plan_no_ceph(tmp_path: Path) -> None:
