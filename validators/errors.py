@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from blueprints.errors import ClusterSmithError, Problem
 
 
@@ -12,6 +14,16 @@ class ParseError(ClusterSmithError):
 def parse_error(source: str, tool: str, field: str, message: str, value: object = None) -> ParseError:
     shown = None if value is None else _short(value)
     return ParseError([Problem(field, message, value=shown)], source, f"not {tool} output")
+
+
+def invalid(source: str, tool: str, where: str, exc: ValidationError) -> ParseError:
+    """A value the model refused, named by its field under ``where``: a negative latency, bandwidth or count (no
+    tool measures less than nothing) says so; anything else in pydantic's words."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in (where, *first["loc"]) if p != "")
+    message = ("expected a value >= 0: no tool measures a negative latency, rate or count"
+               if first["type"] == "greater_than_equal" else first["msg"].lower())
+    return parse_error(source, tool, field, message, first.get("input"))
 
 
 def _short(value: object, limit: int = 60) -> str:

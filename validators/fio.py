@@ -29,7 +29,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from blueprints.model import ParsedFinite
-from validators.errors import parse_error
+from validators.errors import invalid, parse_error
 from validators.source import MAX_JSON, document, lines
 
 Direction = Literal["read", "write", "trim", "mixed"]
@@ -40,22 +40,28 @@ _SECONDS = {"": 1000, "s": 1000, "ms": 1, "m": 60_000, "h": 3_600_000}
 
 
 class ClatNs(ParsedFinite):
-    min: float
-    max: float
-    mean: float
-    stddev: float
+    """One latency record of a direction (fio's ``clat_ns``, ``lat_ns``, ``slat_ns``): no part of it can be
+    negative."""
+
+    min: float = Field(ge=0)
+    max: float = Field(ge=0)
+    mean: float = Field(ge=0)
+    stddev: float = Field(ge=0)
     percentile: dict[str, float] = Field(default_factory=dict, description='"99.000000" -> ns')
     bins: dict[str, int] = Field(default_factory=dict, description="json+ only: latency ns -> I/O count")
 
     @field_validator("percentile", "bins")
     @classmethod
     def _numeric_keys(cls, value: dict[str, float]) -> dict[str, float]:
-        for key in value:
+        for key, number in value.items():
             try:
-                if not math.isfinite(float(key)):
+                if not math.isfinite(float(key)) or float(key) < 0:
                     raise ValueError
             except ValueError:
-                raise ValueError(f"expected numeric keys, got {key[:40]!r}") from None
+                raise ValueError(f"expected keys that are numbers >= 0, got {key[:40]!r}") from None
+            if number < 0:
+                raise ValueError(f"expected values >= 0 (no tool measures a negative latency or count): {key}: "
+                                 f"{number}")
         return value
 
     def at(self, pct: float) -> float | None:
@@ -76,17 +82,17 @@ LATENCY_WORDS: dict[LatencyKind, str] = {
 
 
 class FioDirection(ParsedFinite):
-    io_bytes: int
-    bw_bytes: int = Field(description="B/s (fio < 3.2: ``bw`` KiB/s x 1024)")
-    iops: float
-    runtime: int = Field(description="ms")
-    total_ios: int
+    io_bytes: int = Field(ge=0)
+    bw_bytes: int = Field(ge=0, description="B/s (fio < 3.2: ``bw`` KiB/s x 1024)")
+    iops: float = Field(ge=0)
+    runtime: int = Field(ge=0, description="ms")
+    total_ios: int = Field(ge=0)
     clat_ns: ClatNs | None = None
     lat_ns: ClatNs | None = Field(default=None, description="total latency; its percentiles with lat_percentiles=1")
     slat_ns: ClatNs | None = Field(default=None, description="submission latency; percentiles with slat_percentiles=1")
-    bw_mean: float = Field(default=0.0, description="KiB/s, mean of the per-interval samples")
-    bw_dev: float = Field(default=0.0, description="KiB/s, standard deviation of the per-interval samples")
-    bw_samples: int = 0
+    bw_mean: float = Field(default=0.0, ge=0, description="KiB/s, mean of the per-interval samples")
+    bw_dev: float = Field(default=0.0, ge=0, description="KiB/s, standard deviation of the per-interval samples")
+    bw_samples: int = Field(default=0, ge=0)
 
     @model_validator(mode="before")
     @classmethod
@@ -235,9 +241,7 @@ def parse_fio(text: str, source: str = "<fio>") -> FioRun:
         try:
             jobs.append(FioJob.model_validate(item))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in (key, i, *first["loc"]))
-            raise parse_error(source, "fio", where, f"{first['msg'].lower()}", first.get("input")) from None
+            raise invalid(source, "fio", f"{key}.{i}", exc) from None
     aggregate = next((j for j in jobs if j.jobname == AGGREGATE), None)
     options = doc.get("global options")
     named = options.get("write_bw_log") if isinstance(options, dict) else None
@@ -270,8 +274,8 @@ def parse_fio_file(path: Path) -> FioRun:
 
 
 class BwSample(ParsedFinite):
-    t_ms: int
-    kib_s: int = Field(description="KiB/s averaged over the log interval")
+    t_ms: int = Field(ge=0)
+    kib_s: int = Field(ge=0, description="KiB/s averaged over the log interval")
     direction: int = Field(description="0 read, 1 write, 2 trim")
 
 
@@ -293,6 +297,8 @@ def parse_bw_log_lines(text_lines: Iterable[str], source: str = "<bw log>") -> t
             if len(fields) < 3:
                 raise ValueError
             samples.append(BwSample(t_ms=int(fields[0]), kib_s=int(fields[1]), direction=int(fields[2])))
+        except ValidationError as exc:
+            raise invalid(source, "fio bandwidth log", f"line {n}", exc) from None
         except ValueError:
             raise parse_error(source, "fio bandwidth log", f"line {n}",
                               "expected 'time_ms, KiB/s, direction, bs, offset'", line) from None

@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from blueprints.model import ParsedFinite
-from validators.errors import ParseError, parse_error
+from validators.errors import invalid, parse_error
 from validators.source import MAX_JSON, document, lines
 
 TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
@@ -50,9 +50,9 @@ Layout = Literal["current", "old", "oldest", "json"]
 class NcclBlock(ParsedFinite):
     """One half of a row: out-of-place or in-place."""
 
-    time_us: float
-    algbw: float = Field(description="GB/s (10^9 B/s)")
-    busbw: float = Field(description="GB/s (10^9 B/s)")
+    time_us: float = Field(ge=0)
+    algbw: float = Field(ge=0, description="GB/s (10^9 B/s)")
+    busbw: float = Field(ge=0, description="GB/s (10^9 B/s)")
     wrong: float | None = Field(default=None, description="#wrong elements (current), max error (old); None: N/A")
     iter_cv_pct: float | None = Field(default=None, description="-I: coefficient of variation of iteration times")
     iter_p99_us: float | None = None
@@ -60,8 +60,8 @@ class NcclBlock(ParsedFinite):
 
 
 class NcclRow(ParsedFinite):
-    size: int = Field(description="bytes")
-    count: int
+    size: int = Field(ge=0, description="bytes")
+    count: int = Field(ge=0)
     type: str
     redop: str | None = None
     root: int | None = None
@@ -121,12 +121,6 @@ def _number(token: str) -> float | None:
     return value
 
 
-def _invalid(source: str, tool: str, where: str, exc: ValidationError) -> ParseError:
-    first = exc.errors()[0]
-    field = ".".join(str(p) for p in (where, *first["loc"]) if p != "")
-    return parse_error(source, tool, field, first["msg"].lower(), first.get("input"))
-
-
 def _block(names: list[str], tokens: list[str], source: str, line: int) -> NcclBlock:
     values: dict[str, float | None] = {}
     for name, token in zip(names, tokens, strict=True):
@@ -140,7 +134,7 @@ def _block(names: list[str], tokens: list[str], source: str, line: int) -> NcclB
     try:
         return NcclBlock.model_validate(values)
     except ValidationError as exc:
-        raise _invalid(source, "nccl-tests", f"line {line}", exc) from None
+        raise invalid(source, "nccl-tests", f"line {line}", exc) from None
 
 
 def _layout(header: list[str]) -> Layout:
@@ -170,8 +164,12 @@ def _row(header: list[str], tokens: list[str], source: str, line: int) -> NcclRo
                           " ".join(tokens)) from None
     oop = tokens[len(ident): len(ident) + width]
     ip = tokens[len(ident) + width:]
-    return NcclRow(size=size, count=count, type=fields.get("type", ""), redop=fields.get("redop"), root=root,
-                   out_of_place=_block(block_names, oop, source, line), in_place=_block(block_names, ip, source, line))
+    out_of_place, in_place = _block(block_names, oop, source, line), _block(block_names, ip, source, line)
+    try:
+        return NcclRow(size=size, count=count, type=fields.get("type", ""), redop=fields.get("redop"), root=root,
+                       out_of_place=out_of_place, in_place=in_place)
+    except ValidationError as exc:
+        raise invalid(source, "nccl-tests", f"line {line}", exc) from None
 
 
 def _footer_number(line: str, source: str, n: int) -> str:
@@ -330,7 +328,7 @@ def parse_nccl_json(text: str, source: str = "<nccl-tests.json>") -> NcclRun:
                                      f"{where}.in_place"),
             ))
         except ValidationError as exc:
-            raise _invalid(source, "nccl-tests JSON", where, exc) from None
+            raise invalid(source, "nccl-tests JSON", where, exc) from None
     config = found if isinstance(found := doc.get("config"), dict) else {}
     devices = doc.get("devices", config.get("devices"))
     avg = doc.get("average_bus_bandwidth")
@@ -342,7 +340,7 @@ def parse_nccl_json(text: str, source: str = "<nccl-tests.json>") -> NcclRun:
                        out_of_bounds=oob.get("count") if isinstance(oob, dict) else None,
                        footer=isinstance(avg, dict))
     except ValidationError as exc:
-        raise _invalid(source, "nccl-tests JSON", "", exc) from None
+        raise invalid(source, "nccl-tests JSON", "", exc) from None
 
 
 def parse_nccl(text: str, source: str = "<nccl-tests>") -> NcclRun:

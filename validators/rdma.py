@@ -17,10 +17,10 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from blueprints.model import Finite
-from validators.errors import parse_error
+from validators.errors import invalid, parse_error
 from validators.source import lines
 
 BW_COLUMN = re.compile(r"(#bytes|#iterations|BW peak\[([^\]]+)\]|BW average\[([^\]]+)\]|MsgRate\[Mpps\])")
@@ -32,6 +32,11 @@ LAT_KEYS = {"#bytes": "bytes", "#iterations": "iterations", "t_min[usec]": "t_mi
 TO_GBIT = {"Gb/sec": 1.0, "MB/sec": 8 * 1048576 / 1e9, "MiB/sec": 8 * 1048576 / 1e9}
 BANNER = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z ]*?)\s*:\s*(?P<value>\S+)")
 SERVER = "Waiting for client to connect"
+# perftest's own warnings, printed where they happen: between the table's header and its rows, or between rows, on
+# hosts whose CPU frequency scaling is on (perftest's get_cpu_mhz; NVIDIA/deepops' RoCE guide shows one). They are
+# kept as the run's warnings, never read as rows or as the table's end.
+WARNING_LINE = re.compile(r"^\s*(Conflicting CPU frequency values detected|Test integrity may be harmed|"
+                          r"Warning: measured timestamp frequency)")
 ERROR_LINE = re.compile(r"^\s*(Did not detect devices|Couldn't|Could not|Couldnt|Unable to|Failed|"
                         r"Completion with error|Problems with|Error|ERROR|No IB devices found|IB device .* not found)")
 
@@ -45,11 +50,11 @@ class Banner(Finite):
 
 
 class BwRow(Finite):
-    bytes: int
-    iterations: int
-    peak_gbit: float = Field(description="Gb/s")
-    average_gbit: float = Field(description="Gb/s")
-    msg_rate_mpps: float
+    bytes: int = Field(ge=0)
+    iterations: int = Field(ge=0)
+    peak_gbit: float = Field(ge=0, description="Gb/s")
+    average_gbit: float = Field(ge=0, description="Gb/s")
+    msg_rate_mpps: float = Field(ge=0)
 
 
 class PerftestBw(Finite):
@@ -58,6 +63,7 @@ class PerftestBw(Finite):
     rows: tuple[BwRow, ...]
     server: bool = Field(default=False, description="The server side's output: not a measurement")
     errors: tuple[str, ...] = Field(default=(), description="perftest's error lines, verbatim")
+    warnings: tuple[str, ...] = Field(default=(), description="perftest's warnings inside its table (CPU frequency)")
 
     @property
     def average_gbit(self) -> float | None:
@@ -66,15 +72,15 @@ class PerftestBw(Finite):
 
 
 class LatRow(Finite):
-    bytes: int
-    iterations: int
-    t_min_us: float
-    t_max_us: float
-    t_typical_us: float
-    t_avg_us: float
-    t_stdev_us: float | None = None
-    p99_us: float | None = None
-    p99_9_us: float | None = None
+    bytes: int = Field(ge=0)
+    iterations: int = Field(ge=0)
+    t_min_us: float = Field(ge=0)
+    t_max_us: float = Field(ge=0)
+    t_typical_us: float = Field(ge=0)
+    t_avg_us: float = Field(ge=0)
+    t_stdev_us: float | None = Field(default=None, ge=0)
+    p99_us: float | None = Field(default=None, ge=0)
+    p99_9_us: float | None = Field(default=None, ge=0)
 
 
 class PerftestLat(Finite):
@@ -83,6 +89,7 @@ class PerftestLat(Finite):
     rows: tuple[LatRow, ...]
     server: bool = False
     errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 BANNER_KEYS = ("Device", "Link type", "Number of qps", "Connection type")
@@ -96,6 +103,7 @@ class _BannerReader:
         self.found: dict[str, str] = {}
         self.server = False
         self.errors: list[str] = []
+        self.warnings: list[str] = []
 
     def add(self, line: str) -> None:
         self.server = self.server or SERVER in line
@@ -136,6 +144,10 @@ def _table(text_lines: Iterable[str], source: str, tool: str,
         if ended:
             banner.add(line)
             continue
+        if WARNING_LINE.match(line):
+            if len(banner.warnings) < 20:
+                banner.warnings.append(stripped[:300])
+            continue
         if not stripped or stripped.startswith("-"):
             ended = bool(rows)
             continue
@@ -165,7 +177,8 @@ def parse_perftest_bw_lines(text_lines: Iterable[str], source: str = "<ib_write_
     reader, header, raw_rows = _table(text_lines, source, "perftest bandwidth", "#bytes")
     banner = reader.banner()
     if header is None:
-        return PerftestBw(source=source, banner=banner, rows=(), server=reader.server, errors=tuple(reader.errors))
+        return PerftestBw(source=source, banner=banner, rows=(), server=reader.server, errors=tuple(reader.errors),
+                           warnings=tuple(reader.warnings))
     columns = [m.group(1) for m in BW_COLUMN.finditer(header)]
     units = {m.group(2) or m.group(3) for m in BW_COLUMN.finditer(header) if m.group(2) or m.group(3)}
     if len(columns) != 5 or len(units) != 1:
@@ -183,11 +196,13 @@ def parse_perftest_bw_lines(text_lines: Iterable[str], source: str = "<ib_write_
             rows.append(BwRow(bytes=int(fields[0]), iterations=int(fields[1]),
                               peak_gbit=float(fields[2]) * TO_GBIT[unit], average_gbit=float(fields[3]) * TO_GBIT[unit],
                               msg_rate_mpps=float(fields[4])))
+        except ValidationError as exc:
+            raise invalid(source, "perftest bandwidth", f"row {n}", exc) from None
         except ValueError:
             raise parse_error(source, "perftest bandwidth", f"row {n}", "expected 5 numbers as the header names",
                               " ".join(fields)) from None
     return PerftestBw(source=source, banner=banner, rows=tuple(rows), server=reader.server,
-                      errors=tuple(reader.errors))
+                      errors=tuple(reader.errors), warnings=tuple(reader.warnings))
 
 
 def parse_perftest_lat(text: str, source: str = "<ib_read_lat>") -> PerftestLat:
@@ -202,7 +217,8 @@ def parse_perftest_lat_lines(text_lines: Iterable[str], source: str = "<ib_read_
     reader, header, raw_rows = _table(text_lines, source, "perftest latency", "#bytes")
     banner = reader.banner()
     if header is None:
-        return PerftestLat(source=source, banner=banner, rows=(), server=reader.server, errors=tuple(reader.errors))
+        return PerftestLat(source=source, banner=banner, rows=(), server=reader.server, errors=tuple(reader.errors),
+                           warnings=tuple(reader.warnings))
     keys = [LAT_KEYS[m.group(1)] for m in LAT_COLUMN.finditer(header)]
     if keys[:6] != ["bytes", "iterations", "t_min_us", "t_max_us", "t_typical_us", "t_avg_us"]:
         raise parse_error(source, "perftest latency", "(header)",
@@ -216,7 +232,9 @@ def parse_perftest_lat_lines(text_lines: Iterable[str], source: str = "<ib_read_
         try:
             rows.append(LatRow.model_validate({k: float(v) if k not in ("bytes", "iterations") else int(v)
                                                for k, v in zip(keys, fields, strict=True)}))
+        except ValidationError as exc:
+            raise invalid(source, "perftest latency", f"row {n}", exc) from None
         except ValueError:
             raise parse_error(source, "perftest latency", f"row {n}", "expected numbers", " ".join(fields)) from None
     return PerftestLat(source=source, banner=banner, rows=tuple(rows), server=reader.server,
-                       errors=tuple(reader.errors))
+                       errors=tuple(reader.errors), warnings=tuple(reader.warnings))

@@ -157,3 +157,44 @@ def test_nccl_parse_memory_stays_flat_on_a_long_log(tmp_path: Path) -> None:
     rc, rss, err = peak_rss("nccl", nccl_log(tmp_path / "big.txt", 24 << 20))
     assert rc == 0, err
     assert rss - base < 16 * 1024, f"peak RSS grew {(rss - base) / 1024:.1f} MiB on a 24 MiB log"
+
+
+# Values no hardware produces (issue 37, item 5): each recorded file with one number made negative is refused where it
+# is read, naming the file, the field and the value, so it never reaches a verdict.
+NEGATIVE = [
+    ("fio", FIXTURES / "fio" / "results" / "fio" / "seq_read" / "client-1.json", '"99.000000" : 244318208',
+     '"99.000000" : -244318208', "jobs.0.read.clat_ns.percentile", "99.000000: -244318208"),
+    ("fio", FIXTURES / "fio" / "results" / "fio" / "seq_read" / "client-1.json", '"bw_bytes" : ',
+     '"bw_bytes" : -', "jobs.0.read.bw_bytes", "-"),
+    ("ib_write_bw", FIXTURES / "rdma" / "lab-ib_write_bw-rail0.client.txt", "0.013789", "-0.013789",
+     "row 1.average_gbit", "-0.013789"),
+    ("nccl", FIXTURES / "nccl" / "a3mega-2x8-h100.txt", "47535  180.71  338.82", "47535  180.71  -338.82",
+     "line 54.busbw", "-338.82"),
+]
+
+
+@pytest.mark.parametrize(("tool", "src", "old", "new", "field", "shown"), NEGATIVE,
+                         ids=["fio-percentile", "fio-bandwidth", "perftest-bandwidth", "nccl-busbw"])
+def test_a_negative_measure_is_refused_naming_the_field(tmp_path: Path, tool: str, src: Path, old: str, new: str,
+                                                        field: str, shown: str) -> None:
+    text = src.read_text()
+    assert old in text, f"the recording changed: {old!r} not in {src.name}"
+    path = tmp_path / src.name
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(ParseError) as err:
+        parse_file(tool, path)
+    problem = err.value.problems[0]
+    assert problem.path == field and "expected" in problem.message and ">= 0" in problem.message, problem
+    assert shown in f"{problem.message} {problem.value}", problem  # a map's entry is named in the message
+    assert str(path) in str(err.value)
+
+
+def test_a_negative_bandwidth_log_sample_is_refused(tmp_path: Path) -> None:
+    from validators.fio import parse_bw_log_file
+
+    path = tmp_path / "client-1_bw.1.log"
+    path.write_text("500, 194560, 0, 0, 0\n1001, -163840, 0, 0, 0\n")
+    with pytest.raises(ParseError) as err:
+        parse_bw_log_file(path)
+    problem = err.value.problems[0]
+    assert problem.path == "line 2.kib_s" and "expected a value >= 0" in problem.message and problem.value == "-163840"
