@@ -302,9 +302,11 @@ def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
     clients: list[str] = []
     peers: list[str] = []  # GPU nodes measured as the server side of a compute pair
     storage_seen: list[str] = []
+    warned: list[str] = []
     for rail in rails:
         for path in results.files("ib_write_bw", rail, pattern="*.txt"):
             out = parse_perftest_bw_file(path)
+            warned += [f"{rail}/{path.name}: perftest warned: {w}" for w in out.warnings[:1]]
             if out.server:
                 servers.append(f"{rail}/{path.name}")
                 continue
@@ -326,6 +328,7 @@ def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
     notes = ["the slowest rail counts: every rail must reach the pass mark"]
     if servers:
         notes.append(f"perftest server output, not a measurement (the client side measures): {', '.join(servers)}")
+    notes += warned  # CPU frequency scaling on: the figure stands, the host's setting is worth a look
     if not details and not failures:
         return missing("ib_write_bw client output", "ib_write_bw/rail<i>/<client>@<server>.txt").model_copy(
             update={"coverage": coverage(compute_seen, storage_seen), "notes": tuple(notes)})

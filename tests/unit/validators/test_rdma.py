@@ -17,7 +17,7 @@ from validators.errors import ParseError
 from validators.evaluate import evaluate
 from validators.nvmeof import parse_list_subsys
 from validators.outcome import CheckResult
-from validators.rdma import parse_perftest_bw, parse_perftest_lat
+from validators.rdma import parse_perftest_bw, parse_perftest_bw_file, parse_perftest_lat
 from validators.results import Results
 
 REPO = Path(__file__).resolve().parents[3]
@@ -228,3 +228,21 @@ def test_bad_list_subsys(text: str, field: str, message: str) -> None:
     with pytest.raises(ParseError) as err:
         parse_list_subsys(text, "bad.json")
     assert err.value.problems[0].path == field and message in err.value.problems[0].message
+
+
+def test_a_warning_inside_the_table_is_kept_and_the_row_read(tmp_path: Path) -> None:
+    """NVIDIA/deepops' RoCE guide (see the README): perftest printed its CPU frequency warning between the header and
+    the row. The row is read, the warning kept; the check notes it."""
+    src = RDMA / "deepops-roce-cpufreq-warning.client.txt"
+    out = parse_perftest_bw_file(src)
+    assert [(r.bytes, r.iterations, r.average_gbit) for r in out.rows] == [(65536, 5000, 92.40)]
+    assert out.warnings == ("Conflicting CPU frequency values detected: 1200.535000 != 1251.336000. CPU Frequency "
+                            "is not max.",)
+    assert out.banner.test == "RDMA_Write BW Test" and out.banner.link_type == "Ethernet" and out.errors == ()
+    root = tmp_path
+    for rail in ("rail0", "rail1"):
+        (root / "ib_write_bw" / rail).mkdir(parents=True)
+        for client in ("client-1@client-2", "client-1@storage-1", "client-2@storage-1"):
+            shutil.copy(src, root / "ib_write_bw" / rail / f"{client}.txt")
+    got = judged(blueprint("lab"), root, "rdma.write_bw")
+    assert got.measured == 92.40 and any("perftest warned: Conflicting CPU frequency" in n for n in got.notes), got
