@@ -34,6 +34,7 @@ CLUSTER = "ceph"
 CONNECT_TIMEOUT_S = 30
 CALL_TIMEOUT_S = 60
 TIMED_OUT = 124  # timeout(1)'s exit status for a command it killed
+NOT_MADE = 125  # playbooks/ceph.yml: not made, an earlier call found no monitor answering
 
 COMMANDS = {"status": ["status"], "osd-pool-ls-detail": ["osd", "pool", "ls", "detail"], "osd-tree": ["osd", "tree"]}
 
@@ -89,6 +90,8 @@ def judge_call(folder: Path, call: CephCall, timeout_s: int) -> str | None:
         return "did not run (no exit status came back)"
     if rc == TIMED_OUT:
         return f"timed out after {timeout_s} s"
+    if rc == NOT_MADE:
+        return "not made: an earlier call found no monitor answering"
     if rc != 0:
         err = folder / f"{call.file}.err"
         said = err.read_text(encoding="utf-8", errors="replace").strip().splitlines() if err.is_file() else []
