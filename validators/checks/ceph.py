@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from blueprints.blueprint import CephPlan, CephPool, Check
 from blueprints.blueprint.check_args import CephArgs, args_as
 from validators.ceph import CEPH_OWN_POOLS, CephStatus, OsdState, PoolState, parse_osd_tree, parse_pools, parse_status
-from validators.checks import rule, setup_failure
+from validators.checks import missing, rule, setup_failure
 from validators.coverage import Planned, count
 from validators.errors import ParseError
 from validators.outcome import Coverage, Detail, Measurement
@@ -159,7 +159,8 @@ def _read(check: Check, results: Results) -> _Read:
         source = str(results.root / FOLDER / file)
         if text is None:
             if runner is None:
-                got.unread.append(f"no ceph {name.replace('-', ' ')} output in the results ({FOLDER}/{file})")
+                got.unread.append(missing(f"ceph {name.replace('-', ' ')} output", f"{FOLDER}/{file}").setup_error
+                                  or "")
             continue
         try:
             if name == "status":
