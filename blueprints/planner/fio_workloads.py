@@ -55,8 +55,9 @@ LATENCY_PURPOSE = "4k random read completion latency on the node's own NVMe-oF n
 def _shape(ctx: PlanContext) -> tuple[int, int, Size, str]:
     """Measured seconds, ramp seconds, scratch file size per job, and why."""
     if ctx.is_lab:
-        # the smallest file a sequential job allows: under TCG laying out 64 MiB took 60-75 s a workload
-        return 10, 2, Size.parse("32MiB"), "lab: short runs on the smallest files (throughput is emulated)"
+        # the smallest file a sequential job allows: under TCG laying out 64 MiB took 60-75 s a workload; 5 s measured
+        # gives the jitter check 10 bandwidth samples at fio's 500 ms average (it needs 2)
+        return 5, 2, Size.parse("32MiB"), "lab: short runs on the smallest files (throughput is emulated)"
     return 60, 5, Size.parse("4GiB"), "choice: time_based runs loop over the file; 4GiB per job"
 
 

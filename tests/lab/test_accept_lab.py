@@ -208,16 +208,16 @@ def test_a_rail_cut_during_fio_leaves_zero_errors_and_is_reported(deployed: Exam
     assert code == 0 and checks["nvmeof.paths"]["status"] == "pass", problems(checks)
 
 
-# Waits in the guest, not over SSH: fio's whole lab run is 2 s of ramp and 10 s measured, and two SSH round trips
+# Waits in the guest, not over SSH: fio's whole lab run is 2 s of ramp and 5 s measured, and two SSH round trips
 # under TCG (pgrep, then pkill) took long enough that fio had ended before the kill (lab run of 2026-12-01 16:23).
 # It waits for the workload's own fio (argument job.fio), not the playbook's `fio --version` check, which a plain
 # `pgrep -x fio` caught first (lab run of 18:02); `job[.]fio` matches fio's argv but not this shell's own.
 KILL_FIO_MID_RUN = ("for i in $(seq 3600); do pgrep -f 'job[.]fio' >/dev/null && break; sleep 0.5; done; "
-                    "sleep 5; pkill -TERM -x fio")
+                    "sleep 3; pkill -TERM -x fio")
 
 
 def test_a_clients_fio_killed_mid_run_is_named_and_not_a_pass(deployed: ExampleLab) -> None:
-    """`pkill -x fio` on client-1 5 s after its seq_read started (inside its 12 s: the files are the ones the earlier
+    """`pkill -x fio` on client-1 3 s after its seq_read started (inside its 7 s: the files are the ones the earlier
     runs kept, so nothing is laid out first): fio stops its jobs, still writes a report whose jobs say error 0, and
     exits 128 (or 0 when only the job processes got the signal). The verdict must not take the partial run as a
     measure: a setup error naming client-1. This run keeps nothing: every scratch file is gone afterwards."""

@@ -4,12 +4,13 @@
   (1, 2), (3, 4), ... and, with an odd count, the last against the first in a wave of its own;
 - storage fabric: each GPU node's storage NICs (``storage_fabric.client_rails``) against a storage target's NICs,
   the node's storage NIC j against the target's NIC j modulo the target's count (8 compute rails and 2 storage
-  NICs on a GPU node against a 2-NIC target: storage NICs 8 and 9 against the target's 0 and 1); a target serves
-  one node at a time, every target at once.
+  NICs on a GPU node against a 2-NIC target: storage NICs 8 and 9 against the target's 0 and 1); a target NIC
+  serves one node at a time, every NIC of every target at once (as training reads load them).
 
-A wave is a set of pairs on one rail index with no host in two of them; all its pairs start at once, and waves follow
-one another. Every wave runs in one host job (``files/job_perftest.sh``): each host gets its entries (one per wave at
-most, since a wave's pairs share no host) and wave w begins ``slot`` x w after the common start the runner sets,
+A wave is a set of pairs that start at once; waves follow one another. In a compute wave no host is in two pairs; in
+a storage wave no GPU node is, and no target NIC (a target serves on several of its NICs at once, one server each).
+Every wave runs in one host job (``files/job_perftest.sh``): each host gets its entries (a client's at most one per
+wave, a target's one per NIC it serves in it) and wave w begins ``slot`` x w after the common start the runner sets,
 ``slot`` being the tool's duration and ``SLOT_EXTRA_S`` (server start, the client's delay, connection and teardown) x
 ``--timeout-scale``: the tool times itself (``-D``), so only what is not the measurement stretches on slow hosts
 (under TCG a 10 s ib_write_bw ran 14.5 s from its client's start to its end). Each host's RDMA device and GID index
@@ -35,10 +36,12 @@ from validators.run.plumbing import HostOutcome, Session
 
 PERFTEST_PORT = 18515
 # A wave's slot beyond the tool's duration: server start, CLIENT_DELAY_S, connection, teardown. In the lab (TCG,
-# --timeout-scale 4, 2026-12-06) the slowest client of six waves ended 21.4 s into its slot for a 10 s ib_write_bw:
-# 11.4 s beyond the tool, 2.9 s per unit of scale; 5 gives 20 s beyond it there (a 30 s slot), 5 s on real hosts.
-SLOT_EXTRA_S = 5
-CLIENT_DELAY_S = 2  # a client starts this long into its slot, its server listening by then
+# --timeout-scale 4, 2026-12-06, timings.json) the slowest client of six waves ended 16.5 s into a 25 s slot for a 5 s
+# ib_write_bw started 8 s into it (CLIENT_DELAY_S 2 x 4): 3.5 s of connection and teardown beyond the tool. With a
+# 4 s delay (1 x 4) that is 12.5 s of a 21 s slot (5 + 4 x 4); 5 s of a 14 s slot on real hosts with a 10 s tool. A
+# server not listening yet when its client starts costs the client a try (TRY_DELAY_S), still inside the slot.
+SLOT_EXTRA_S = 4
+CLIENT_DELAY_S = 1  # a client starts this long (x --timeout-scale) into its slot, its server listening by then
 TRIES, TRY_DELAY_S = 6, 3  # a client that cannot connect (its server not listening yet) tries again
 TOKEN = re.compile(r"[A-Za-z0-9_.:@/+%=-]+")  # a schedule field: one word, no shell or space in it
 Fabric = Literal["compute", "storage"]
@@ -83,18 +86,30 @@ def compute_waves(nodes: list[str], rails: int) -> list[Wave]:
 
 
 def storage_waves(nodes: list[str], client_rails: tuple[int, ...], targets: dict[str, int]) -> list[Wave]:
-    """Each GPU node's storage NIC j against NIC j modulo its count of a target; one node per target per wave."""
-    waves: list[Wave] = []
+    """Each GPU node's storage NIC j against NIC j modulo its count of a target, in as few waves as first fit finds:
+    per wave a node is one pair's client and a target NIC one pair's server. Node i meets target i modulo the
+    targets' count; the nodes that share a target take their NICs in rotation (the r-th starts at its NIC r), so
+    that together they use every NIC of the target in one wave."""
     servers = [t for t, count in targets.items() if count > 0]
-    if not servers:
-        return waves
-    for position, rail in enumerate(client_rails):
-        queue = list(nodes)
-        while queue:
-            wave = [Pair("storage", node, rail, server, position % targets[server])
-                    for node, server in zip(queue[: len(servers)], servers, strict=False)]
-            queue = queue[len(servers):]
-            waves.append(wave)
+    if not servers or not client_rails:
+        return []
+    positions = len(client_rails)
+    pending = []
+    for turn in range(positions):
+        for i, node in enumerate(nodes):
+            server = servers[i % len(servers)]
+            position = (i // len(servers) + turn) % positions
+            pending.append(Pair("storage", node, client_rails[position], server, position % targets[server]))
+    waves: list[Wave] = []
+    taken: list[set[tuple[str, int]]] = []  # per wave: ("<node>", -1) for a client, (target, NIC) for a server
+    for pair in pending:
+        keys = {(pair.client, -1), (pair.server, pair.server_rail)}
+        w = next((w for w, used in enumerate(taken) if not keys & used), len(waves))
+        if w == len(waves):
+            waves.append([])
+            taken.append(set())
+        waves[w].append(pair)
+        taken[w] |= keys
     return waves
 
 

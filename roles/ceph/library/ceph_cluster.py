@@ -310,7 +310,10 @@ class Cluster:
         return State(report=self.command({"prefix": "report"}), auth=auth.get("auth_dump", []),
                      mgr=self.command({"prefix": "mgr dump"}))
 
-    def wait(self, what: str, done: Any, seconds: int, delay: float = 5) -> Any:
+    def wait(self, what: str, done: Any, seconds: int, delay: float = 2) -> Any:
+        """Poll ``done`` every ``delay`` s until it holds or ``seconds`` pass. A poll is one monitor command through
+        this process's librados session (milliseconds, not the CLI's start: stacks/lab/CEPH_MEASURED.md), so a short
+        delay costs the monitor little and each wait ends close to when its condition came true."""
         deadline = time.monotonic() + seconds
         while True:
             result = done()
@@ -381,7 +384,7 @@ def converge(params: dict[str, Any], check: bool) -> dict[str, Any]:
                 health.update(cluster.command({"prefix": "health", "detail": "detail"}))
                 return health.get("status") == "HEALTH_OK"
             try:
-                cluster.wait("HEALTH_OK", ok, bound, delay=10)
+                cluster.wait("HEALTH_OK", ok, bound, delay=3)
             except CephPlanError:
                 raise CephPlanError(f"no HEALTH_OK after {bound} s: {health.get('status')}: "
                                     + "; ".join(health_problems(health))) from None

@@ -1,7 +1,8 @@
 # Step perftest (validators/run/perftest.py): this host's part of every wave of perftest pairs (ib_write_bw,
 # ib_read_lat), read-only for storage (memory to memory). Wave w begins slot_ms x w after the common start on every
 # host, so the pairs of a wave start together and waves follow one another; a host takes its entries in wave order
-# (pairs in a wave share no host, so it has one entry per wave at most). A server serves one client on its rail's
+# (a client has one entry per wave at most; a storage target one server entry per NIC it serves in the wave, each
+# on its rail's port, all started at the wave's start). A server serves one client on its rail's
 # RDMA device and port and lives until its wave's client has had its slot (the next server on its port replaces it,
 # the last ones end after their slot); a client starts client_delay_ms into the slot and tries up to `tries` times,
 # try_delay_s apart (a server serves one connection: a client that connected and failed is measured again by the
@@ -26,14 +27,15 @@ step() {
     last_wave=-1
     while read -r wave role device port gid address path; do
         [ -n "$wave" ] || continue
-        last_wave=$wave
-        await_ms $((start_ms + wave * slot_ms))
-        if [ "$late_ms" -gt 0 ]; then
-            printf 'note\tlate_ms\t%s\n' "$late_ms" >> "$meta/records"
-        elif [ "$wave" -eq "${first_wave:-$wave}" ]; then
-            printf 'note\twaited_ms\t%s\n' $((-late_ms)) >> "$meta/records"
+        if [ "$wave" -ne "$last_wave" ]; then  # this host's first entry of the wave: its start, on time or late
+            await_ms $((start_ms + wave * slot_ms))
+            if [ "$late_ms" -gt 0 ]; then
+                printf 'note\tlate_ms\t%s\n' "$late_ms" >> "$meta/records"
+            elif [ "$last_wave" -eq -1 ]; then
+                printf 'note\twaited_ms\t%s\n' $((-late_ms)) >> "$meta/records"
+            fi
         fi
-        first_wave=${first_wave:-$wave}
+        last_wave=$wave
         gid_args=
         [ "$gid" = - ] || gid_args="-x $gid"
         eval "set -- $args"

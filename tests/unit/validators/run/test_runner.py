@@ -297,22 +297,25 @@ def test_a_perftest_pair_that_fails_twice_is_a_setup_error_and_one_not_run_is_no
 
 
 def test_only_the_failed_pairs_run_again_each_in_its_own_wave(out: Path, tmp_path: Path) -> None:
-    """Two waves, one pair in each fails after it ran: the second job holds those two, still one wave apart (the
-    lab's storage waves share the target)."""
+    """Three pairs fail after they ran, two in one storage wave (one on each of the target's NICs) and one in the
+    next: the second job holds those three, in two waves a slot apart, the target serving both NICs at once in the
+    first."""
     runner = ScriptedSession(out, tmp_path, [])
     waves, _ = plan_waves(runner)
-    failing = {"ib_write_bw/rail0/client-1@storage-1.rc": "1\n", "ib_write_bw/rail1/client-2@storage-1.rc": "1\n"}
+    failing = {f"ib_write_bw/{pair}.rc": "1\n" for pair in (
+        "rail0/client-1@storage-1", "rail1/client-2@storage-1", "rail0/client-2@storage-1")}
     runner.answers = [({}, failing)]
     run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, waves)
     assert runner.steps == ["ib_write_bw", "ib_write_bw-attempt2"]
     first, again = runner.jobs
     assert first.aligned and again.aligned
     assert str(again.specs["storage-1"]["schedule"]).splitlines() == [
-        "0 server rxe0 18515 1 - -", "1 server rxe1 18516 1 - -"]
+        "0 server rxe0 18515 1 - -", "0 server rxe1 18516 1 - -", "1 server rxe0 18515 1 - -"]
     assert str(again.specs["client-1"]["schedule"]) == \
         "0 client rxe0 18515 1 10.77.0.1 ib_write_bw/rail0/client-1@storage-1"
-    assert str(again.specs["client-2"]["schedule"]) == \
-        "1 client rxe1 18516 1 10.77.1.1 ib_write_bw/rail1/client-2@storage-1"
+    assert str(again.specs["client-2"]["schedule"]).splitlines() == [
+        "0 client rxe1 18516 1 10.77.1.1 ib_write_bw/rail1/client-2@storage-1",
+        "1 client rxe0 18515 1 10.77.0.1 ib_write_bw/rail0/client-2@storage-1"]
 
 
 def test_the_cache_probe_names_the_hosts_with_a_cache(out: Path, tmp_path: Path) -> None:
@@ -381,14 +384,15 @@ def test_perftest_uses_each_hosts_recorded_device_and_gid_and_names_a_missing_re
 def test_the_lab_pairs_its_clients_on_the_compute_rails_and_each_client_with_the_target(out: Path,
                                                                                          tmp_path: Path) -> None:
     """The lab's two rails carry both fabrics (storage_fabric.client_rails): client-1 against client-2 on rail 0 and
-    rail 1, and each client against the storage target on both, one client per wave since there is one target."""
+    rail 1, and each client against the storage target on both, the target serving both clients at once, one on
+    each of its NICs."""
     runner = ScriptedSession(out, tmp_path, [])
     waves, problems = plan_waves(runner)
     assert problems == []
     assert [[p.label for p in w] for w in waves] == [
         ["rail0 client-1@client-2"], ["rail1 client-1@client-2"],
-        ["rail0 client-1@storage-1"], ["rail0 client-2@storage-1"],
-        ["rail1 client-1@storage-1"], ["rail1 client-2@storage-1"]]
+        ["rail0 client-1@storage-1", "rail1 client-2@storage-1"],
+        ["rail1 client-1@storage-1", "rail0 client-2@storage-1"]]
     assert {p.fabric for p in waves[0] + waves[1]} == {"compute"}
 
 
@@ -409,24 +413,34 @@ def test_compute_pairs_are_disjoint_same_rail_and_an_odd_node_gets_its_own_wave(
 
 def test_an_8_rail_gpu_node_pairs_its_storage_nics_with_a_2_nic_target() -> None:
     """cv-training-500tb: 8 compute rails and 2 storage NICs per GPU node, 2 NICs per storage target. Compute pairs
-    use rails 0-7 between GPU nodes; the storage NICs (rails 8, 9) meet the targets' NICs 0 and 1, every target
-    serving one node per wave, never an 8-rail index a target does not have."""
+    use rails 0-7 between GPU nodes; the storage NICs (rails 8, 9) meet the targets' NICs 0 and 1, every target NIC
+    serving one node per wave and every node one pair per wave, never an 8-rail index a target does not have. Seven
+    nodes against three 2-NIC targets take 3 waves (each target serving on both NICs at once), where one node per
+    target per wave took 6."""
     bp = plan(load_requirements(REPO / "examples" / "cv-training-500tb.yaml"))
     assert bp.compute.rails.value == 8 and bp.storage_fabric.client_rails.value == (8, 9)
     targets = {h: 2 for h in bp.hosts_by_role()["storage_target"][:3]}
     nodes = [f"gpu-{n}" for n in range(1, 8)]
     waves = storage_waves(nodes, bp.storage_fabric.client_rails.value, targets)
-    assert [[(p.client, p.client_rail, p.server, p.server_rail) for p in w] for w in waves[:3]] == [
-        [("gpu-1", 8, "hot-1", 0), ("gpu-2", 8, "hot-2", 0), ("gpu-3", 8, "hot-3", 0)],
-        [("gpu-4", 8, "hot-1", 0), ("gpu-5", 8, "hot-2", 0), ("gpu-6", 8, "hot-3", 0)],
-        [("gpu-7", 8, "hot-1", 0)]]
+    assert [[(p.client, p.client_rail, p.server, p.server_rail) for p in w] for w in waves[:1]] == [
+        [("gpu-1", 8, "hot-1", 0), ("gpu-2", 8, "hot-2", 0), ("gpu-3", 8, "hot-3", 0),
+         ("gpu-4", 9, "hot-1", 1), ("gpu-5", 9, "hot-2", 1), ("gpu-6", 9, "hot-3", 1)]]
+    assert len(waves) == 3
     assert {(p.client_rail, p.server_rail) for w in waves for p in w} == {(8, 0), (9, 1)}
     for wave in waves:
-        hosts = [h for p in wave for h in (p.client, p.server)]
-        assert len(hosts) == len(set(hosts)), wave
-    assert {(p.client, p.client_rail) for w in waves for p in w} == {(n, r) for n in nodes for r in (8, 9)}
+        clients = [p.client for p in wave]
+        nics = [(p.server, p.server_rail) for p in wave]
+        assert len(clients) == len(set(clients)) and len(nics) == len(set(nics)), wave
+    assert sorted((p.client, p.client_rail) for w in waves for p in w) == sorted(
+        (n, r) for n in nodes for r in (8, 9))
+    assert {p.client: p.server for w in waves for p in w} == {
+        f"gpu-{n}": f"hot-{(n - 1) % 3 + 1}" for n in range(1, 8)}, "a node meets one target on every NIC"
     four = storage_waves(["gpu-1"], (8, 9, 10, 11), {"hot-1": 2})  # more storage NICs than the target has
-    assert [(p.client_rail, p.server_rail) for w in four for p in w] == [(8, 0), (9, 1), (10, 0), (11, 1)]
+    assert [[(p.client_rail, p.server_rail) for p in w] for w in four] == [[(8, 0)], [(9, 1)], [(10, 0)], [(11, 1)]]
+    lab = storage_waves(["client-1", "client-2"], (2, 3), {"storage-1": 2})  # the example lab's shape
+    assert [[(p.client, p.client_rail, p.server_rail) for p in w] for w in lab] == [
+        [("client-1", 2, 0), ("client-2", 3, 1)], [("client-1", 3, 1), ("client-2", 2, 0)]]
+    assert storage_waves(nodes, (8, 9), {}) == [] and storage_waves(nodes, (), targets) == []
 
 
 def test_a_missing_storage_nic_in_the_inventory_is_a_setup_error_naming_host_and_rail(out: Path,
