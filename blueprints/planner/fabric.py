@@ -7,9 +7,13 @@ its ports to endpoints and half to uplinks.
 How the counts are made (field-numbers 10.2, DGX SuperPOD RA-11333-001 tables 3 and 4):
 
 - InfiniBand is built in whole scalable units (SU). One rail-leaf's k/2 down-ports serve one rail of
-  k/2 nodes, so an SU is k/2 node positions (32 on QM9700) and one leaf per rail. One position is
-  reserved for the fabric manager (UFM): 31 DGX in 1 SU, 63 in 2, 95 in 3, 127 in 4. A partial
-  system is designed "to support the full SU": positions round up to whole SUs.
+  k/2 nodes, so an SU is k/2 node positions (32 on QM9700) and one leaf per rail. A partial system is
+  designed "to support the full SU": positions round up to whole SUs. Where the fabric manager (UFM)
+  sits follows the published rows: a two-tier fabric (at most k leaves) has every spine port on a leaf,
+  so the UFM takes one node position (table 4: 31 DGX in 1 SU, 63 in 2, 95 in 3, 127 in 4); a fabric
+  that needs three tiers attaches it outside the SUs, which hold nodes only (table 3: 512 DGX in 16 SU,
+  1,024 in 32, 2,048 in 64). In between, the same rule: 8 SU of 8 rails (64 leaves, two tiers) hold
+  255 DGX and the UFM; 256 DGX would leave the UFM no port on two tiers, so they take 8 SU on three.
 - RoCE rail-optimised designs round their leaves up to a multiple of the rails (one leaf per rail per
   group); RoCE has no fabric-manager position.
 - Spines: the fewest spines, at least ceil(leaves x uplinks / k), that divide each leaf's k/2 uplinks
@@ -29,12 +33,13 @@ FABRIC_MANAGER_POSITIONS = 1  # UFM takes one node position of the IB fabric (fi
 _CLOUD_FABRIC: dict[str, FabricKind] = {"aws": "efa", "gcp": "roce", "azure": "infiniband", "lab": "roce"}
 
 
-def balanced_tree(leaves: int, radix: int) -> tuple[int, int, int, int] | None:
-    """(tiers, spines, core, cables from each leaf to each spine) above ``leaves`` leaves; None past 3 tiers."""
+def balanced_tree(leaves: int, radix: int, tiers: int = 1) -> tuple[int, int, int, int] | None:
+    """(tiers, spines, core, cables from each leaf to each spine) above ``leaves`` leaves, with at least ``tiers``
+    tiers; None past 3 tiers."""
     up = radix // 2
-    if leaves <= 1:
+    if leaves <= 1 and tiers <= 1:
         return 1, 0, 0, 0
-    if leaves <= radix:
+    if leaves <= radix and tiers <= 2:
         need = max(ceil_div(leaves * up, radix), 1)
         spines = next(s for s in range(need, up + 1) if up % s == 0)
         return 2, spines, 0, up // spines
@@ -43,10 +48,15 @@ def balanced_tree(leaves: int, radix: int) -> tuple[int, int, int, int] | None:
     return None
 
 
-def ib_scalable_units(nodes: int, radix: int) -> tuple[int, int]:
-    """(SUs, node positions per SU) for ``nodes`` GPU nodes plus the fabric manager's position."""
+def ib_scalable_units(nodes: int, radix: int, rails: int) -> tuple[int, int, int]:
+    """(SUs, node positions per SU, of them the fabric manager's) for ``nodes`` GPU nodes of ``rails`` rails: the
+    UFM takes a node position while the SUs' leaves fit two tiers (k leaves), and attaches outside the SUs once the
+    fabric needs three (field-numbers 10.2: 127 DGX in 4 SU, 512 in 16)."""
     su_nodes = radix // 2
-    return ceil_div(nodes + FABRIC_MANAGER_POSITIONS, su_nodes), su_nodes
+    with_manager = ceil_div(nodes + FABRIC_MANAGER_POSITIONS, su_nodes)
+    if with_manager * rails <= radix:
+        return with_manager, su_nodes, FABRIC_MANAGER_POSITIONS
+    return ceil_div(nodes, su_nodes), su_nodes, 0
 
 
 def _managed(kind_t: Traced[FabricKind], ep: Traced[int], rail_opt: Traced[bool], mtu: Traced[int],
@@ -96,25 +106,31 @@ def plan_fabric(ctx: PlanContext, compute: ComputePlan) -> FabricPlan:
     sus: Traced[int] | None = None
     fm: Traced[int] | None = None
     if kind == "infiniband":
-        su, su_nodes = ib_scalable_units(nodes, k)
-        positions = nodes + FABRIC_MANAGER_POSITIONS
-        fm = traced(FABRIC_MANAGER_POSITIONS, spec, "fabric.fabric_manager_position",
-                    "one node position per fabric serves the subnet manager (UFM), as DGX SuperPOD reserves it")
+        su, su_nodes, in_su = ib_scalable_units(nodes, k, rails)
+        positions = nodes + in_su
+        fm = traced(in_su, spec, "fabric.fabric_manager_position",
+                    "one node position serves the subnet manager (UFM) on two tiers, as DGX SuperPOD reserves it"
+                    if in_su else
+                    f"0: {nodes} nodes + the UFM need more than two tiers of {k}-port switches ({k // rails} SU of "
+                    f"{rails} rails); on three the UFM attaches outside the SUs, as DGX SuperPOD's 16-64 SU rows")
         sus = traced(su, spec, "fabric.whole_scalable_units",
-                     f"ceil(({nodes} nodes + {FABRIC_MANAGER_POSITIONS} UFM) / {su_nodes} per SU) = {su} SU "
+                     f"ceil(({nodes} nodes + {in_su} UFM) / {su_nodes} per SU) = {su} SU "
                      f"({su * su_nodes} positions, {su * su_nodes - positions} spare)")
+        min_tiers = 1 if in_su else 3
         leaf = su * rails
         designed = su * su_nodes * rails
         leaf_why = f"{su} SU x {rails} rails (one leaf per rail per SU) = {leaf}"
     elif endpoints <= k:
+        min_tiers = 1
         leaf, designed, leaf_why = 1, k, f"{endpoints} endpoints fit one {k}-port switch"
     else:
+        min_tiers = 1
         raw = ceil_div(endpoints, half)
         leaf = ceil_div(raw, rails) * rails if rail_opt.value else raw
         designed = leaf * half
         leaf_why = (f"ceil({endpoints} / {half}) = {raw}, up to a multiple of {rails} rails = {leaf}"
                     if rail_opt.value else f"ceil({endpoints} / {half}) = {leaf}")
-    shape = balanced_tree(leaf, k)
+    shape = balanced_tree(leaf, k, min_tiers)
     if shape is None:
         cap = k**3 // 4
         raise ctx.infeasible("compute.gpus", f"gpus {compute.gpus} need {endpoints} fabric endpoints "
@@ -128,7 +144,8 @@ def plan_fabric(ctx: PlanContext, compute: ComputePlan) -> FabricPlan:
     return FabricPlan(
         kind=kind_t, provider_managed=False, switch=switch.name, radix=k, endpoints=ep,
         tiers=traced(tiers, spec, "fabric.fat_tree_tiers",
-                     f"{leaf} leaves; radix {k}: 1 tier = 1 leaf, 2 tiers <= {k} leaves, 3 tiers <= {k * k // 2}"),
+                     f"{leaf} leaves; radix {k}: 1 tier = 1 leaf, 2 tiers <= {k} leaves, 3 tiers <= {k * k // 2}"
+                     + ("; 3 here: two tiers would leave the UFM no port" if min_tiers == 3 and leaf <= k else "")),
         leaf_switches=traced(leaf, spec, "fabric.leaf", leaf_why),
         spine_switches=traced(spine, spec, "fabric.spine_balanced", spine_why),
         core_switches=traced(core, spec, "fabric.core",

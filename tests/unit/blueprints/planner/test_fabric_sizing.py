@@ -13,32 +13,48 @@ def ib(gpus: int) -> dict[str, object]:
                 performance__storage__read_throughput=">=10GB/s")
 
 
-# SUs, the table's nodes column, GPUs planned, leaf, spine, core. Tables 3/4 (field-numbers 10.2).
-# Table 4 (1-4 SU) lists DGX with the UFM position taken (32 x SU - 1); table 3 (16-64 SU) lists
-# positions (32 x SU; its 4 SU row says 128 where table 4 says 127 for the same 32/16 switches),
-# so the DGX planned there are positions - 1.
+# SUs, DGX nodes, GPUs, leaf, spine, core, UFM positions in the SUs: every published row (field-numbers 10.2, DGX
+# SuperPOD RA-11333-001 tables 3 and 4). Up to 4 SU (two tiers) the UFM takes one node position (32 x SU - 1 DGX);
+# at 16, 32 and 64 SU (three tiers) every position is a DGX and the UFM attaches outside the SUs.
 SUPERPOD = [
-    (1, 31, 248, 8, 4, 0),
-    (2, 63, 504, 16, 8, 0),
-    (3, 95, 760, 24, 16, 0),
-    (4, 127, 1016, 32, 16, 0),
-    (16, 512, (512 - 1) * 8, 128, 128, 64),
-    (32, 1024, (1024 - 1) * 8, 256, 256, 128),
-    (64, 2048, (2048 - 1) * 8, 512, 512, 256),
+    (1, 31, 248, 8, 4, 0, 1),
+    (2, 63, 504, 16, 8, 0, 1),
+    (3, 95, 760, 24, 16, 0, 1),
+    (4, 127, 1016, 32, 16, 0, 1),
+    (16, 512, 4096, 128, 128, 64, 0),
+    (32, 1024, 8192, 256, 256, 128, 0),
+    (64, 2048, 16384, 512, 512, 256, 0),
 ]
 
 
-@pytest.mark.parametrize(("sus", "table_nodes", "gpus", "leaf", "spine", "core"), SUPERPOD)
-def test_infiniband_reproduces_the_superpod_tables(sus: int, table_nodes: int, gpus: int, leaf: int, spine: int,
-                                                   core: int) -> None:
+@pytest.mark.parametrize(("sus", "nodes", "gpus", "leaf", "spine", "core", "ufm"), SUPERPOD)
+def test_infiniband_reproduces_the_superpod_tables(sus: int, nodes: int, gpus: int, leaf: int, spine: int,
+                                                   core: int, ufm: int) -> None:
     f = planned(ib(gpus)).fabric
-    assert f.switch == "QM9700"
+    assert f.switch == "QM9700" and gpus == nodes * 8
     assert f.scalable_units is not None and f.scalable_units.value == sus
     assert (f.leaf_switches.value, f.spine_switches.value, f.core_switches.value) == (leaf, spine, core)
-    assert f.fabric_manager_positions is not None and f.fabric_manager_positions.value == 1
-    positions = sus * 32
-    assert table_nodes in (positions - 1, positions)  # table 4 lists DGX, table 3 lists positions
-    assert gpus // 8 + 1 <= positions
+    assert f.fabric_manager_positions is not None and f.fabric_manager_positions.value == ufm
+    assert nodes + ufm == sus * 32, "the published rows fill every position"
+
+
+@pytest.mark.parametrize(("gpus", "sus", "tiers", "leaf", "spine", "core", "ufm"), [
+    (255 * 8, 8, 2, 64, 32, 0, 1),    # 8 SU of 8 rails: 64 leaves, the most two tiers hold; 255 DGX + the UFM
+    (256 * 8, 8, 3, 64, 64, 32, 0),   # one more DGX leaves the UFM no port on two tiers: three, UFM outside
+    (257 * 8, 9, 3, 72, 72, 36, 0),   # 9 SU: three tiers, every position a DGX
+    (511 * 8, 16, 3, 128, 128, 64, 0),
+])
+def test_the_fabric_manager_rule_between_the_published_rows(gpus: int, sus: int, tiers: int, leaf: int, spine: int,
+                                                             core: int, ufm: int) -> None:
+    f = planned(ib(gpus)).fabric
+    assert f.scalable_units is not None and f.scalable_units.value == sus
+    assert (f.tiers.value, f.leaf_switches.value, f.spine_switches.value, f.core_switches.value) == (
+        tiers, leaf, spine, core)
+    assert f.fabric_manager_positions is not None and f.fabric_manager_positions.value == ufm
+    if ufm == 0:
+        assert "outside the SUs" in f.fabric_manager_positions.derived_from.formula
+    if (tiers, leaf) == (3, 64):
+        assert "UFM no port" in f.tiers.derived_from.formula
 
 
 @pytest.mark.parametrize(("gpus", "sus", "leaf", "spine"), [
@@ -73,8 +89,11 @@ def test_balanced_tree(leaves: int, radix: int, expected: tuple[int, int, int, i
 
 
 def test_scalable_units_count_the_fabric_manager_position() -> None:
-    assert ib_scalable_units(31, 64) == (1, 32)
-    assert ib_scalable_units(32, 64) == (2, 32)
+    assert ib_scalable_units(31, 64, 8) == (1, 32, 1)
+    assert ib_scalable_units(32, 64, 8) == (2, 32, 1)
+    assert ib_scalable_units(512, 64, 8) == (16, 32, 0)
+    assert ib_scalable_units(511, 64, 4) == (16, 32, 1), "4 rails: 16 SU are 64 leaves, still two tiers"
+    assert balanced_tree(64, 64, tiers=3) == (3, 64, 32, 1), "three tiers asked for where two would do"
 
 
 @pytest.mark.parametrize("gpus", [600, 1104, 4096])
