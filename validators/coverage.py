@@ -36,6 +36,9 @@ class Planned(BaseModel):
     rails: int = Field(description="Compute rails per GPU node")
     storage_rails: tuple[int, ...] = Field(default=(), description="Rail indices of each GPU node's storage NICs "
                                            "(storage_fabric.client_rails), measured against the storage targets")
+    rail_gbit: float | None = Field(default=None, description="Line rate of a compute rail NIC (compute.rail_speed)")
+    storage_nic_gbit: float | None = Field(default=None, description="Line rate of a GPU node's storage NIC: its "
+                                           "compute rail's where the fabrics share the rails")
     subsystems: dict[str, tuple[str, ...]] = Field(default_factory=dict,
                                                    description="Host -> the NVMe-oF NQNs it attaches")
     paths_per_subsystem: int = 0
@@ -62,6 +65,9 @@ class Planned(BaseModel):
                    storage_targets=tuple(by_role.get("storage_target", [])),
                    monitoring=tuple(by_role.get("monitoring", [])), gpus_per_node=bp.compute.gpus_per_node,
                    rails=bp.compute.rails.value, storage_rails=bp.storage_fabric.client_rails.value,
+                   rail_gbit=bp.compute.rail_speed.gbit,
+                   storage_nic_gbit=(bp.compute.rail_speed if bp.storage_fabric.shared_with_compute
+                                     else bp.compute.storage_nic_speed).gbit,
                    subsystems={h: tuple(n) for h, n in subsystems.items()},
                    paths_per_subsystem=nvmeof.paths_per_subsystem.value if nvmeof else 0,
                    host_nqns={h: nvmeof.host(h).nqn for h in subsystems} if nvmeof else {},

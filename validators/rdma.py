@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, ValidationError
 
@@ -41,12 +42,32 @@ ERROR_LINE = re.compile(r"^\s*(Did not detect devices|Couldn't|Could not|Couldnt
                         r"Completion with error|Problems with|Error|ERROR|No IB devices found|IB device .* not found)")
 
 
+# The banner's title as perftest prints it (src/perftest_parameters.c, ctx_print_test_info, linux-rdma/perftest at
+# 00b55b6): the verb, an atomic's type, "Bidirectional " (-b), "Post List " (-l > 1), "BW " or "Latency ", then
+# "forwarding " and "Multicast " where set, and "Test".
+TITLE = re.compile(r"^(?P<verb>Send_imm|Send|RDMA_Write_imm|RDMA_Write|RDMA_Read|Atomic)(?: (?P<atomic>[A-Z_]+))?"
+                   r"(?P<bidirectional> Bidirectional)?(?P<post_list> Post List)? (?P<kind>BW|Latency)"
+                   r"(?: forwarding)?(?: Multicast)? Test$")
+
+
 class Banner(Finite):
     test: str = Field(description="e.g. RDMA_Write BW Test")
+    verb: str | None = Field(default=None, description="Send, Send_imm, RDMA_Write, RDMA_Write_imm, RDMA_Read, "
+                             "Atomic: None where the title is not one perftest prints")
+    kind: Literal["BW", "Latency"] | None = None
+    bidirectional: bool = Field(default=False, description="-b: both directions added together")
+    post_list: int = Field(default=1, ge=1, description="-l: work requests posted per call")
     device: str | None = None
     link_type: str | None = None
     qps: int | None = None
     connection: str | None = None
+
+    def describe(self) -> str:
+        """The test as the title names it, e.g. ``RDMA_Write BW (one direction)``."""
+        if self.verb is None:
+            return repr(self.test) if self.test else "no test title"
+        return (f"{self.verb} {self.kind} ({'both directions added' if self.bidirectional else 'one direction'}"
+                + (f", post list {self.post_list}" if self.post_list > 1 else "") + ")")
 
 
 class BwRow(Finite):
@@ -92,7 +113,7 @@ class PerftestLat(Finite):
     warnings: tuple[str, ...] = ()
 
 
-BANNER_KEYS = ("Device", "Link type", "Number of qps", "Connection type")
+BANNER_KEYS = ("Device", "Link type", "Number of qps", "Connection type", "Post List")
 
 
 class _BannerReader:
@@ -117,8 +138,13 @@ class _BannerReader:
                 self.found.setdefault(m.group("key").strip(), m.group("value"))
 
     def banner(self) -> Banner:
-        qps = self.found.get("Number of qps")
-        return Banner(test=self.test, device=self.found.get("Device"), link_type=self.found.get("Link type"),
+        qps, post_list = self.found.get("Number of qps"), self.found.get("Post List", "")
+        title = TITLE.match(self.test)
+        return Banner(test=self.test, verb=title["verb"] if title else None,
+                      kind=title["kind"] if title else None,
+                      bidirectional=bool(title and title["bidirectional"]),
+                      post_list=int(post_list) if post_list.isdigit() and int(post_list) > 1 else 1,
+                      device=self.found.get("Device"), link_type=self.found.get("Link type"),
                       qps=int(qps) if qps and qps.isdigit() else None,
                       connection=self.found.get("Connection type"))
 
@@ -132,8 +158,14 @@ def _table(text_lines: Iterable[str], source: str, tool: str,
     last = ""
     rows: list[list[str]] = []
     ended = False
-    for line in text_lines:
+    for n, line in enumerate(text_lines, start=1):
         stripped = line.strip()
+        if (banner.test and TITLE.match(stripped)) \
+                or (header is not None and stripped.startswith(first)):
+            raise parse_error(source, tool, f"line {n}", "expected one perftest run per file; a second run's "
+                              f"{'header' if stripped.startswith(first) else 'banner'} begins here: the output of "
+                              "two runs or two processes went into one file (run each client to its own file)",
+                              stripped[:200])
         if header is None:
             if stripped.startswith(first):
                 header = line

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from blueprints.blueprint import Check
-from blueprints.blueprint.check_args import NcclArgs, args_as
+from blueprints.blueprint.check_args import NcclArgs, PerftestArgs, args_as
 from blueprints.units import Size
 from validators.checks import missing, rule, setup_failure
 from validators.coverage import Planned, count, cover
@@ -23,7 +23,7 @@ from validators.nccl import NcclRun, parse_nccl_file
 from validators.nccl_debug import NcclDebug, parse_nccl_debug_file
 from validators.nccl_run import debug_missing, debug_violations, emulated, judge_preflight, nccl_size, read_preflight
 from validators.outcome import Coverage, Detail, Measurement, Reference, Series
-from validators.rdma import parse_perftest_bw_file
+from validators.rdma import BwRow, PerftestBw, parse_perftest_bw_file
 from validators.results import Results
 
 PLAN_ALGOS = re.compile(r"NVLSTree|NVLS|CollNet|Tree|Ring|PAT")  # names in nccl.algorithm_expectation
@@ -269,8 +269,41 @@ def _worst(coverage: list[Coverage], planned: Planned) -> tuple[Coverage, ...]:
     return tuple(out)
 
 
+# What rdma.write_bw runs (validators/run/perftest.py): ib_write_bw, one direction, one work request a post.
+PLANNED_TEST = ("RDMA_Write", "BW", False, 1)
+# A pair's average above its NIC's line rate is not a measurement of the wire: no margin over the signalling rate, as a
+# link's payload never reaches it (200 Gb/s HDR: ~194 Gb/s achieved, field-numbers 3.1 and 8), while a loopback on
+# one adapter does (superbenchmark's ib_loopback: 201.8 Gb/s on a 200 Gb/s HDR port, tests/fixtures/rdma/README.md).
+LINE_RATE_MARGIN = 1.0
+
+
+def _not_the_planned_test(out: PerftestBw, size: int) -> str | None:
+    """What a client's output ran where it is not ib_write_bw one way without a post list at the planned message size
+    (None where it is)."""
+    b = out.banner
+    if (b.verb, b.kind, b.bidirectional, b.post_list) != PLANNED_TEST:
+        return f"ran {b.describe()}, not the planned RDMA_Write BW (one direction): not judged"
+    if _planned_row(out, size) is None:
+        sizes = sorted({r.bytes for r in out.rows})
+        shown = f"{sizes[0]}-{sizes[-1]} B" if len(sizes) > 1 else f"{sizes[0]} B"
+        return f"measured {shown} messages, none of the planned {size} B (-s {size}): not judged"
+    return None
+
+
+def _planned_row(out: PerftestBw, size: int) -> BwRow | None:
+    return next((r for r in out.rows if r.bytes == size), None)
+
+
+def _above_line_rate(row: BwRow, gbit: float | None) -> str | None:
+    if gbit is None or row.average_gbit <= gbit * LINE_RATE_MARGIN:
+        return None
+    return (f"{row.average_gbit:g} Gb/s is more than the wire can carry ({gbit:g} Gb/s planned for this NIC): wrong "
+            "test, wrong file, or a loopback; not judged")
+
+
 @rule("rdma.write_bw",
-      measures="`ib_write_bw` average bandwidth (64 KiB messages, 2 QPs, 10 s), read on the client side of each "
+      measures="`ib_write_bw` average bandwidth at the planned message size (64 KiB messages, 2 QPs, 10 s), read "
+               "on the client side of each "
                "pair: every GPU node on every compute rail (rail i against another GPU node's rail i) and on every "
                "storage NIC (against a storage target's NIC); the slowest measurement counts",
       passes="the planner's line-rate share: the catalog NIC's RDMA pass fraction of the compute rail speed (the NGC "
@@ -278,7 +311,10 @@ def _worst(coverage: list[Coverage], planned: Planned) -> tuple[Coverage, ...]:
              "measured once more first)",
       setup_error="a pair the runner could not run (its record); no client output in "
                   "`ib_write_bw/rail<i>/<client>@<server>.txt`; a GPU node missing on a compute rail or storage NIC, "
-                  "a host the Blueprint does not name, or one measured twice (server output is noted, never counted)")
+                  "a host the Blueprint does not name, or one measured twice (server output is noted, never counted); "
+                  "a client output of another test (read, send, bidirectional, post list: the banner's title), "
+                  "without a row of the planned message size (`args.size`), or whose average there is above its NIC's "
+                  "planned line rate, each named and not counted")
 def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
     """Every GPU node on both fabrics: ``ib_write_bw/rail<i>/<client>@<server>.txt``, the client side of one pair.
 
@@ -303,6 +339,8 @@ def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
     peers: list[str] = []  # GPU nodes measured as the server side of a compute pair
     storage_seen: list[str] = []
     warned: list[str] = []
+    refused: list[str] = []  # client outputs that are not a measurement of the planned test on the wire
+    size = int(args_as(check.args, PerftestArgs).size.value)
     for rail in rails:
         for path in results.files("ib_write_bw", rail, pattern="*.txt"):
             out = parse_perftest_bw_file(path)
@@ -311,7 +349,14 @@ def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
                 servers.append(f"{rail}/{path.name}")
                 continue
             client, _, server = path.stem.partition("@")
-            if server and server in planned.storage_targets:
+            to_storage = bool(server) and server in planned.storage_targets
+            row = _planned_row(out, size)
+            why = out.rows and (_not_the_planned_test(out, size) or (row is not None and _above_line_rate(
+                row, planned.storage_nic_gbit if to_storage else planned.rail_gbit)))
+            if why:
+                refused.append(f"{rail}/{path.name}: {why}")
+                continue
+            if to_storage:
                 storage_seen.append(f"{rail} {client}")
             else:
                 clients.append(f"{rail} {client}")
@@ -319,19 +364,19 @@ def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
                     peers.append(f"{rail} {server}")
             if out.errors:
                 failures.append(f"{rail}/{path.name}: " + "; ".join(out.errors))
-            if not out.rows:
+            if row is None:
                 continue
-            details.append(Detail(where=f"{rail} {path.stem}", value=out.average_gbit, unit="Gb/s",
-                                  note=f"{out.banner.device or '?'}, {out.rows[-1].bytes} B messages, "
+            details.append(Detail(where=f"{rail} {path.stem}", value=row.average_gbit, unit="Gb/s",
+                                  note=f"{out.banner.device or '?'}, {row.bytes} B messages, "
                                        f"{out.banner.qps or '?'} QP(s)"))
     compute_seen = clients + sorted(set(peers) - set(clients))
     notes = ["the slowest rail counts: every rail must reach the pass mark"]
     if servers:
         notes.append(f"perftest server output, not a measurement (the client side measures): {', '.join(servers)}")
     notes += warned  # CPU frequency scaling on: the figure stands, the host's setting is worth a look
-    if not details and not failures:
+    if not details and not failures and not refused:
         return missing("ib_write_bw client output", "ib_write_bw/rail<i>/<client>@<server>.txt").model_copy(
             update={"coverage": coverage(compute_seen, storage_seen), "notes": tuple(notes)})
     return Measurement(value=min((d.value or 0.0 for d in details), default=None), details=tuple(details),
                        notes=tuple(notes), coverage=coverage(compute_seen, storage_seen),
-                       failed_runs=tuple(failures))
+                       failed_runs=tuple(failures), setup_error="; ".join(refused) or None)

@@ -245,4 +245,85 @@ def test_a_warning_inside_the_table_is_kept_and_the_row_read(tmp_path: Path) -> 
         for client in ("client-1@client-2", "client-1@storage-1", "client-2@storage-1"):
             shutil.copy(src, root / "ib_write_bw" / rail / f"{client}.txt")
     got = judged(blueprint("lab"), root, "rdma.write_bw")
-    assert got.measured == 92.40 and any("perftest warned: Conflicting CPU frequency" in n for n in got.notes), got
+    # 92.40 Gb/s of a 100 GbE run read against the lab's 10 Gb/s rails is not the lab's wire: named, not judged
+    assert got.status == "setup_error" and got.measured is None, got
+    assert "rail0/client-1@client-2.txt: 92.4 Gb/s is more than the wire can carry (10 Gb/s planned" in got.message
+    assert any("perftest warned: Conflicting CPU frequency" in n for n in got.notes), got
+
+
+@pytest.mark.parametrize(("name", "described"), [
+    ("lab-ib_write_bw-rail0.client.txt", "RDMA_Write BW (one direction)"),
+    ("deepops-roce-cpufreq-warning.client.txt", "RDMA_Write BW (one direction)"),
+    ("rocm-ib_write_bw-bidirectional-loopback.client.txt", "RDMA_Write BW (both directions added)"),
+    ("lab-ib_write_bw-rail0.post-list.edited.txt", "RDMA_Write BW (one direction, post list 8)"),
+    ("superbench-ib_loopback-8M.first-run.txt", "RDMA_Write BW (one direction)"),
+])
+def test_the_banner_names_the_test_its_direction_and_post_list(name: str, described: str) -> None:
+    assert parse_perftest_bw_file(RDMA / name).banner.describe() == described
+    lat = parse_perftest_lat((RDMA / "lab-ib_read_lat-rail0.client.txt").read_text(), "x").banner
+    assert (lat.verb, lat.kind, lat.bidirectional) == ("RDMA_Read", "Latency", False)
+
+
+def lab_pairs(root: Path, source: Path, odd: str | None = None, odd_pair: str = "rail0/client-1@client-2") -> Path:
+    """The lab's six ib_write_bw client outputs, all ``source`` but ``odd_pair``'s (``odd``)."""
+    for rail in ("rail0", "rail1"):
+        (root / "ib_write_bw" / rail).mkdir(parents=True)
+        for pair in ("client-1@client-2", "client-1@storage-1", "client-2@storage-1"):
+            chosen = odd if odd is not None and f"{rail}/{pair}" == odd_pair else source.name
+            shutil.copy(RDMA / chosen, root / "ib_write_bw" / rail / f"{pair}.txt")
+    return root
+
+
+@pytest.mark.parametrize(("odd", "got_test"), [
+    ("rocm-ib_write_bw-bidirectional-loopback.client.txt", "RDMA_Write BW (both directions added)"),
+    ("lab-ib_write_bw-rail0.post-list.edited.txt", "RDMA_Write BW (one direction, post list 8)"),
+])
+def test_a_run_of_another_test_is_named_and_not_judged(tmp_path: Path, odd: str, got_test: str) -> None:
+    """One pair's file holds another perftest run (AMD's bidirectional loopback, a post list run): the check names the
+    file and the test it ran, leaves the pair uncovered and does not pass; the five planned runs are still read."""
+    root = lab_pairs(tmp_path, RDMA / "lab-ib_write_bw-rail0.client.txt", odd)
+    got = judged(blueprint("lab"), root, "rdma.write_bw")
+    assert got.status == "setup_error", got
+    assert f"rail0/client-1@client-2.txt: ran {got_test}, not the planned RDMA_Write BW (one direction): not " \
+           "judged" in got.message
+    # the compute pair measures both its nodes' rail 0: both uncovered
+    assert got.coverage_shown == "2 of 4 compute rail measurements, 4 of 4 storage rail measurements"
+    assert len(got.details) == 5
+
+
+def test_a_figure_above_the_line_rate_is_named_not_judged(tmp_path: Path) -> None:
+    """SuperBench's HDR loopback (8 MiB messages, 201.8 Gb/s) against a plan of 8 MiB messages on 200 Gb/s NICs: more
+    than the wire carries. The same file against 400 Gb/s NICs is an ordinary measurement; against the default plan
+    (64 KiB messages) it has no row of the planned size."""
+    from blueprints.blueprint.check_args import PerftestArgs
+    from blueprints.units import Size
+    from validators.checks.network import write_bw
+    from validators.coverage import Planned
+
+    bp = blueprint("lab")
+    planned_check = next(c for c in bp.acceptance.checks if c.id == "rdma.write_bw")
+    check = planned_check.model_copy(update={"args": PerftestArgs(size=Size.parse("8MiB"))})
+    root = lab_pairs(tmp_path, RDMA / "superbench-ib_loopback-8M.first-run.txt")
+    at = Planned.of(bp).model_copy(update={"rail_gbit": 200.0, "storage_nic_gbit": 200.0})
+    got = write_bw(check, Results(root), at)
+    assert got.setup_error is not None and got.details == ()
+    assert "rail1/client-2@storage-1.txt: 201.802 Gb/s is more than the wire can carry (200 Gb/s planned for this " \
+           "NIC): wrong test, wrong file, or a loopback; not judged" in got.setup_error
+    fits = write_bw(check, Results(root), at.model_copy(update={"rail_gbit": 400.0, "storage_nic_gbit": 400.0}))
+    assert fits.setup_error is None and fits.value == pytest.approx(201.802, abs=1e-3)
+    other_size = write_bw(planned_check, Results(root), at)
+    assert other_size.setup_error is not None and other_size.details == ()
+    assert "rail0/client-1@client-2.txt: measured 8388608 B messages, none of the planned 65536 B (-s 65536): not " \
+           "judged" in other_size.setup_error
+
+
+@pytest.mark.parametrize(("name", "line"), [("superbench-ib_loopback-all-sizes.log.txt", "line 11"),
+                                            ("superbench-ib_loopback-8M.log.txt", "line 23")])
+def test_two_runs_in_one_file_are_named_with_the_line_the_second_begins(name: str, line: str) -> None:
+    """SuperBench's ib_loopback logs: a server and a client of one port written into one file (interleaved, or one after
+    the other). Refused with the cause, never read as one run."""
+    with pytest.raises(ParseError) as err:
+        parse_perftest_bw_file(RDMA / name)
+    problem = err.value.problems[0]
+    assert problem.path == line and "expected one perftest run per file" in problem.message
+    assert "two runs or two processes went into one file" in problem.message
