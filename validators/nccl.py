@@ -3,7 +3,8 @@
 Text: the table is read by its header, so every layout parses: the current one
 (``size count type redop root | time algbw busbw #wrong`` twice), the older one without ``root`` whose
 ``error`` column holds a float, the oldest without ``redop``, and the per-iteration (``-I``) and bitwise
-columns. ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are stripped wherever they sit in a line (ranks
+columns; alltoall rows of older versions that leave ``redop`` blank (nccl-tests#78) are read with no reduction.
+``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are stripped wherever they sit in a line (ranks
 writing at once interleave them mid-row) and interleaved ``NCCL INFO`` lines skipped. A log may hold several runs
 one after another (all_reduce_perf, all_gather_perf, ... as cluster scripts write them): each is its own
 ``NcclRun``, begun by nccl-tests' ``# nccl-tests version`` / ``# Collective test starting`` / ``# nThread`` lines
@@ -121,6 +122,14 @@ def _number(token: str) -> float | None:
     return value
 
 
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
 def _block(names: list[str], tokens: list[str], source: str, line: int) -> NcclBlock:
     values: dict[str, float | None] = {}
     for name, token in zip(names, tokens, strict=True):
@@ -151,6 +160,9 @@ def _row(header: list[str], tokens: list[str], source: str, line: int) -> NcclRo
     ident, rest = header[:first_time], header[first_time:]
     width = next((i for i, h in enumerate(rest[1:], start=1) if h in ("time", "cputime")), len(rest))
     block_names = rest[:width]
+    if "redop" in ident and len(tokens) == len(ident) - 1 + 2 * width and _is_number(tokens[ident.index("redop")]):
+        # alltoall and its siblings in older nccl-tests print an empty redop (printf "%6s" of ""): the column is blank
+        tokens = [*tokens[: ident.index("redop")], "", *tokens[ident.index("redop"):]]
     if len(tokens) != len(ident) + 2 * width:
         raise parse_error(source, "nccl-tests", f"line {line}",
                           f"expected {len(ident) + 2 * width} columns as the header names, got {len(tokens)}",
@@ -166,7 +178,8 @@ def _row(header: list[str], tokens: list[str], source: str, line: int) -> NcclRo
     ip = tokens[len(ident) + width:]
     out_of_place, in_place = _block(block_names, oop, source, line), _block(block_names, ip, source, line)
     try:
-        return NcclRow(size=size, count=count, type=fields.get("type", ""), redop=fields.get("redop"), root=root,
+        return NcclRow(size=size, count=count, type=fields.get("type", ""), redop=fields.get("redop") or None,
+                       root=root,
                        out_of_place=out_of_place, in_place=in_place)
     except ValidationError as exc:
         raise invalid(source, "nccl-tests", f"line {line}", exc) from None

@@ -55,6 +55,31 @@ def test_older_layout_without_root_and_with_an_error_column() -> None:
     assert last.out_of_place.wrong == pytest.approx(5e-07)  # max error, a float in this layout
 
 
+def test_an_older_alltoall_with_an_empty_redop_column() -> None:
+    """NVIDIA/nccl-tests#78: alltoall_perf of the 12-column layout leaves redop blank (8 nodes x 8 V100, 100G IB).
+    The rows are read with no reduction, the columns after it in their places."""
+    run = load("issue78-old-layout-alltoall-empty-redop.txt")
+    assert run.layout == "old" and [r.size for r in run.rows] == [268435456, 536870912]
+    first = run.rows[0]
+    assert (first.type, first.redop, first.root) == ("float", None, None)
+    assert first.out_of_place is not None and (first.out_of_place.time_us, first.out_of_place.busbw) == (520935, 0.51)
+    assert first.in_place is not None and first.in_place.wrong == 1.0  # the old layout's max error, as printed
+    assert run.avg_busbw == 0.507636 and run.failures() == ()
+
+
+def test_a_current_alltoall_row_with_a_blank_redop_keeps_its_root() -> None:
+    """The same blank redop under the 13-column header (root printed as -1): the blank is filled where the header
+    has redop, never guessed for a row that is short for another reason."""
+    header = "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   " \
+             "algbw   busbw  #wrong"
+    run = parse_nccl(f"{header}\n   268435456       1048576     float      -1   520935    0.52    0.51       0   "
+                     "519562    0.52    0.51     N/A\n", "x")
+    assert (run.rows[0].redop, run.rows[0].root) == (None, -1)
+    with pytest.raises(ParseError, match="expected 13 columns as the header names, got 11"):
+        parse_nccl(f"{header}\n   268435456       1048576     float   520935    0.52    0.51       0   519562  "
+                   "  0.52    0.51     N/A\n", "x")
+
+
 def test_oldest_layout_rows_without_a_header() -> None:
     run = load("issue44-oldest-layout-rows.txt")
     assert run.layout == "oldest" and run.rows[0].redop is None and run.rows[0].root is None
