@@ -39,6 +39,9 @@ CUT_SHORT = 0.95  # a time_based job that measured under 95 % of its runtime end
 _SECONDS = {"": 1000, "s": 1000, "ms": 1, "m": 60_000, "h": 3_600_000}
 
 
+PERCENTILE_SLACK = 2 / 128  # twice fio's histogram error (ClatNs._percentiles_within_the_run)
+
+
 class ClatNs(ParsedFinite):
     """One latency record of a direction (fio's ``clat_ns``, ``lat_ns``, ``slat_ns``): no part of it can be
     negative."""
@@ -63,6 +66,22 @@ class ClatNs(ParsedFinite):
                 raise ValueError(f"expected values >= 0 (no tool measures a negative latency or count): {key}: "
                                  f"{number}")
         return value
+
+    @model_validator(mode="after")
+    def _percentiles_within_the_run(self) -> ClatNs:
+        """A percentile lies between the same record's minimum and maximum, give or take fio's histogram: a
+        percentile is its bucket's middle, within 1/2^(FIO_IO_U_PLAT_BITS+1) = 1/128 of the value (fio's stat.h,
+        FIO_IO_U_PLAT_BITS 6); twice that, and 1 ns for the exact buckets below 128 ns, is allowed."""
+        if self.max <= 0:  # no I/O in this direction: fio writes zeros throughout
+            return self
+        low, high = self.min * (1 - PERCENTILE_SLACK) - 1, self.max * (1 + PERCENTILE_SLACK) + 1
+        for key, value in self.percentile.items():
+            if float(key) == 0:  # fio 3.1 ends its list with "0.00": 0 (tests/fixtures/fio/old-3.1): no percentile
+                continue
+            if not low <= value <= high:
+                raise ValueError(f"percentile {key}: {value:.15g} ns lies outside this record's min {self.min:.15g} "
+                                 f"and max {self.max:.15g} ns: no run measures that (an edited or corrupted report?)")
+        return self
 
     def at(self, pct: float) -> float | None:
         """The ``pct`` percentile in ns, if fio reported it."""

@@ -189,6 +189,35 @@ def test_a_negative_measure_is_refused_naming_the_field(tmp_path: Path, tool: st
     assert str(path) in str(err.value)
 
 
+@pytest.mark.parametrize(("factor", "refused"), [(2.0, True), (0.5, True), (1.005, False)],
+                         ids=["twice-the-max", "half-the-min", "within-fio-bucket-error"])
+def test_a_percentile_outside_the_runs_min_and_max_is_refused(tmp_path: Path, factor: float, refused: bool) -> None:
+    """The lab's recorded seq_read with its p99 edited to twice the record's max or half its min: no run measures that,
+    refused naming the file, the field and the value. Just past the max, as fio's bucket middles can be (within 1/128
+    of the value), it stands."""
+    import json
+
+    src = FIXTURES / "fio" / "results" / "fio" / "seq_read" / "client-1.json"
+    text = src.read_text()
+    clat = json.loads(text)["jobs"][0]["read"]["clat_ns"]
+    bound = clat["min"] if factor < 1 else clat["max"]
+    value = int(bound * factor)
+    old = f'"99.000000" : {int(clat["percentile"]["99.000000"])}'
+    assert old in text, f"the recording changed: {old!r} not in {src.name}"
+    path = tmp_path / src.name
+    path.write_text(text.replace(old, f'"99.000000" : {value}', 1))
+    if not refused:
+        assert parse_file("fio", path).jobs[0].read.clat_ns.at(99.0) == value  # type: ignore[union-attr]
+        return
+    with pytest.raises(ParseError) as err:
+        parse_file("fio", path)
+    problem = err.value.problems[0]
+    assert problem.path == "jobs.0.read.clat_ns", problem
+    assert f"percentile 99.000000: {value} ns lies outside this record's min {clat['min']} and max " \
+           f"{clat['max']} ns" in problem.message, problem
+    assert str(path) in str(err.value)
+
+
 def test_a_negative_bandwidth_log_sample_is_refused(tmp_path: Path) -> None:
     from validators.fio import parse_bw_log_file
 
