@@ -25,10 +25,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures"
 SEEDS = {"fio": sorted((FIX / "fio").rglob("*.json")), "nccl": sorted((FIX / "nccl").glob("*.txt")) +
-         sorted((FIX / "nccl").glob("*.json")), "ib_write_bw": sorted((FIX / "rdma").glob("lab-ib_write_bw*.txt")),
+         sorted((FIX / "nccl").glob("*.json")), "ib_write_bw": sorted(p for p in (FIX / "rdma").glob("*.txt")
+                                                     if "lat" not in p.name and "rdma-link" not in p.name),
          "ib_read_lat": sorted((FIX / "rdma").glob("lab-ib_read_lat*.txt"))}
-TOKENS = ["1e308", "-1", "inf", "nan", "-nan", "N/A", "9" * 400, "0x10", "", "abc", "1.5.5", "\u00e9", "null"]
-JSON_VALUES = [None, "x", [], {}, -1, 1e308, True, [1, [2]], "9" * 50]
+# The float limits (issue 37, item 7): the largest and smallest normal and subnormal doubles, one past the largest
+# (read as inf), and their negatives, beside the other bad tokens.
+LIMITS = [repr(sys.float_info.max), repr(-sys.float_info.max), repr(sys.float_info.min), "5e-324", "-5e-324", "1e309",
+          "-1e309", "1.8e308"]
+TOKENS = ["1e308", "-1", "inf", "nan", "-nan", "N/A", "9" * 400, "0x10", "", "abc", "1.5.5", "\u00e9", "null",
+          *LIMITS]
+JSON_VALUES = [None, "x", [], {}, -1, 1e308, True, [1, [2]], "9" * 50, sys.float_info.max, -sys.float_info.max,
+               sys.float_info.min, 5e-324, float("inf"), float("-inf"), float("nan")]
 
 
 def _json_mutation(data: object, rng: random.Random) -> object:

@@ -45,13 +45,17 @@ FAILURES = ("traceback", "wrong_exit", "partial_output", "validate_ok_build_fail
 KEEP_PER_CLASS = 5
 
 # Values a mutation puts in place of a leaf: extreme numbers, unitless and wrong-unit strings, other types.
+# The float limits (issue 37, item 7): the largest double, the smallest normal and subnormal ones, their negatives.
+BIG, TINY = sys.float_info.max, sys.float_info.min
 NUMBERS: list[Any] = [0, -1, 1, -0.0, 1e308, -1e308, 1e-300, 5e-324, 10**18, 10**30, 2**63, -(2**63), 7 * 10**4000,
-                      math.nan, math.inf, -math.inf, 0.5, 1e20, 123456789012345678]
+                      math.nan, math.inf, -math.inf, 0.5, 1e20, 123456789012345678, BIG, -BIG, TINY, -TINY, -5e-324]
 STRINGS: list[Any] = ["", " ", "500", "<100", ">=500", "100%", "-5%", "1e308%", "1e-300%", "nan", "inf", "-inf",
                       ".nan", ".inf", "500TB/s", "100us", ">=500TB", "<5GB", "400G", "2..8", "H100:8", "1e400B",
                       "-1TB", "0B", "9e24B", ">=1e308GB/s", "<1e-300us", "<-1ms", "10PB/s", ">=10PB/s", "1000EB",
                       "1001EB", "NaNTB", "infTB", ">=nanGB/s", "<infus", "50 %", "５００TB", "500tb", "500 TB",
-                      "\x00", "a\nb: c", "{{ x }}", "'\"\\", "🦄" * 50, "x" * 10_000]
+                      "\x00", "a\nb: c", "{{ x }}", "'\"\\", "🦄" * 50, "x" * 10_000,
+                      f">={BIG!r}GB/s", f"<{BIG!r}us", f"{BIG!r}%", f"{BIG!r}TB", f"<{TINY!r}us", f"{TINY!r}%",
+                      f">={TINY!r}GB/s", "<5e-324ms", "1.8e308TB", f"{BIG!r}", f"-{BIG!r}%", "1e-320%"]
 OTHERS: list[Any] = [None, True, False, [], {}, [1, 2], {"a": 1}, [[[]]], {"value": "500TB"}]
 
 

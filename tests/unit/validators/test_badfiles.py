@@ -218,6 +218,36 @@ def test_a_percentile_outside_the_runs_min_and_max_is_refused(tmp_path: Path, fa
     assert str(path) in str(err.value)
 
 
+LIMIT_TOKENS = [repr(sys.float_info.max), repr(-sys.float_info.max), repr(sys.float_info.min), "5e-324", "1e309",
+                "-1e309", "nan", "inf"]
+LIMIT_SEEDS = [("fio", FIXTURES / "fio" / "results" / "fio" / "seq_read" / "client-1.json"),
+               ("nccl", FIXTURES / "nccl" / "a3mega-2x8-h100.txt"),
+               ("ib_write_bw", FIXTURES / "rdma" / "lab-ib_write_bw-rail0.client.txt"),
+               ("ib_read_lat", FIXTURES / "rdma" / "lab-ib_read_lat-rail0.client.txt")]
+
+
+@pytest.mark.parametrize(("tool", "src"), LIMIT_SEEDS, ids=[t for t, _ in LIMIT_SEEDS])
+def test_numbers_at_the_float_limits_parse_or_are_refused_by_name(tmp_path: Path, tool: str, src: Path) -> None:
+    """Issue 37 item 7: a recorded output with one number at a time (every fifth, up to 40) replaced by a float limit
+    (the largest and smallest doubles, one past the largest, inf, nan): read, or refused with a ParseError naming the
+    file; never another exception."""
+    import re
+
+    text = src.read_text()
+    numbers = list(re.finditer(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[+-]?\d+)?(?![\w.])", text))[::5][:40]
+    refused = 0
+    for m in numbers:
+        for token in LIMIT_TOKENS:
+            path = tmp_path / src.name
+            path.write_text(text[: m.start()] + token + text[m.end():])
+            try:
+                parse_file(tool, path)
+            except ParseError as err:
+                refused += 1
+                assert str(path) in str(err) and err.problems, err
+    assert len(numbers) >= 5 and refused > 0
+
+
 def test_a_negative_bandwidth_log_sample_is_refused(tmp_path: Path) -> None:
     from validators.fio import parse_bw_log_file
 
