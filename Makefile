@@ -59,10 +59,13 @@ HOST_PYTHON := $(wildcard roles/*/library/*.py roles/*/module_utils/*.py roles/*
                roles/monitoring/files/clustersmith-exporter
 ROLES_CONTROLLER_PYTHON := $(wildcard roles/*/molecule/*/*.py roles/*/tests/*.py)
 
+# The last step lints what `build` writes for every example, as a user's CI would: yamllint (strict) and
+# ansible-lint's production profile, from this folder (its .yamllint and ansible.cfg).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy blueprints validators stacks $(ROLES_CONTROLLER_PYTHON)
 	$(BIN)/mypy --python-version 3.10 --scripts-are-modules $(HOST_PYTHON)
+	$(BIN)/python tests/lint_generated.py
 
 golden: venv
 	$(BIN)/pytest -q tests/golden --update-golden

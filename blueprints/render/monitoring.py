@@ -168,7 +168,7 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
 
     targets = bp.scrape_targets()
     path = out / "prometheus.yml"
-    path.write_text(header + _dump(prometheus_config(bp, targets)), encoding="utf-8")
+    path.write_text(header + "---\n" + _dump(prometheus_config(bp, targets)), encoding="utf-8")
     written.append(path)
     (out / TARGETS).mkdir(exist_ok=True)
     for name, text in target_files(targets).items():
@@ -177,7 +177,7 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
         written.append(path)
     for group, content in rule_files(bp).items():
         path = out / "rules" / f"{group}.yml"
-        path.write_text(header + _dump(content), encoding="utf-8")
+        path.write_text(header + "---\n" + _dump(content), encoding="utf-8")
         written.append(path)
     path = out / "alertmanager.yml"
     path.write_text(_env().get_template("alertmanager.yml.j2").render(header=header, cluster=bp.name),
