@@ -188,18 +188,30 @@ def judge_preflight(check: Check, counted: Mapping[str, GpuCount]) -> Measuremen
 
 
 def debug_missing(debug: NcclDebug | None, check: Check, name: str) -> str | None:
-    """What cannot be confirmed without NCCL INFO lines: the transport and the rank count. Missing evidence, a setup
-    error that says what to rerun with (never a pass, and not a failure: nothing failed)."""
+    """What NCCL's INFO lines do not show and the plan needs confirmed: the transport between nodes and the
+    communicator's size. Missing evidence, a setup error that says what to rerun with (never a pass, and not a
+    failure: nothing failed); what the lines do show is ``debug_violations``'."""
     want = args_as(check.args, NcclArgs).transport
-    if debug is not None or want is None:  # want None: a Blueprint from before the plan named the transport
+    if want is None:  # a Blueprint from before the plan named the transport
         return None
-    return (f"{name}: no NCCL INFO lines, so the transport ({TRANSPORT_NAMES[want]}) and the rank count cannot be "
-            "confirmed: rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET is enough)")
+    if debug is None:
+        return (f"{name}: no NCCL INFO lines, so the transport ({TRANSPORT_NAMES[want]}) and the rank count cannot "
+                "be confirmed: rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET is enough)")
+    unseen = []
+    if debug.transport == "unknown":
+        unseen.append(f"no network between nodes (no 'NET/' channel path, no 'Using network' line), so the transport "
+                      f"({TRANSPORT_NAMES[want]}) cannot be confirmed")
+    if debug.nranks is None:
+        unseen.append("no communicator size (no 'comm ... nranks' line), so the rank count cannot be confirmed")
+    if not unseen:
+        return None
+    return (f"{name}: NCCL's INFO lines show " + " and ".join(unseen)
+            + ": rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (NCCL prints both at INIT)")
 
 
 def debug_violations(debug: NcclDebug | None, check: Check, name: str) -> list[str]:
     """The transport NCCL used between nodes and the communicator's size, against the plan, from NCCL's INFO lines
-    (without them, ``debug_missing`` says what cannot be confirmed)."""
+    (what they do not show, ``debug_missing`` says)."""
     args = args_as(check.args, NcclArgs)
     want = args.transport
     if want is None or debug is None:  # a Blueprint from before the plan named it; no INFO lines
@@ -207,15 +219,13 @@ def debug_violations(debug: NcclDebug | None, check: Check, name: str) -> list[s
     found = []
     if debug.socket_fallback:
         found.append(f"{name}: NCCL fell back to NET/Socket (TCP) between nodes; expected {TRANSPORT_NAMES[want]}")
-    elif debug.transport != want:
+    elif debug.transport not in (want, "unknown"):
         got = TRANSPORT_NAMES.get(debug.transport, debug.transport)
         found.append(f"{name}: NCCL used {got} (networks {', '.join(debug.networks) or 'not printed'}); expected "
                      f"{TRANSPORT_NAMES[want]}")
     nodes, per_node = args.nodes, args.gpus_per_node
     ranks = nodes * per_node
-    if debug.nranks is None:
-        found.append(f"{name}: NCCL printed no communicator size (no 'comm ... nranks' line); {ranks} ranks planned")
-    elif debug.nranks != ranks:
+    if debug.nranks is not None and debug.nranks != ranks:
         found.append(f"{name}: NCCL's communicator has {debug.nranks} ranks; planned {ranks} "
                      f"({nodes} node(s) x {per_node} GPU(s))")
     seen = debug.nnodes if debug.nnodes is not None else len(debug.hosts) or None
