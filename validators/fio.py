@@ -40,6 +40,9 @@ _SECONDS = {"": 1000, "s": 1000, "ms": 1, "m": 60_000, "h": 3_600_000}
 
 
 PERCENTILE_SLACK = 2 / 128  # twice fio's histogram error (ClatNs._percentiles_within_the_run)
+# The largest latency fio's histogram tracks: 2^(FIO_IO_U_PLAT_GROUP_NR + FIO_IO_U_PLAT_BITS - 1) ns, 29 groups and 6
+# bits in fio 3.x (stat.h), about 17.2 s; a larger sample is counted in the last group.
+HISTOGRAM_CEILING_NS = 2 ** (29 + 6 - 1)
 
 
 class ClatNs(ParsedFinite):
@@ -74,7 +77,9 @@ class ClatNs(ParsedFinite):
         FIO_IO_U_PLAT_BITS 6); twice that, and 1 ns for the exact buckets below 128 ns, is allowed."""
         if self.max <= 0:  # no I/O in this direction: fio writes zeros throughout
             return self
-        low, high = self.min * (1 - PERCENTILE_SLACK) - 1, self.max * (1 + PERCENTILE_SLACK) + 1
+        # a sample past the histogram's last group counts in it: a percentile there can read below a larger min
+        low = min(self.min, HISTOGRAM_CEILING_NS) * (1 - PERCENTILE_SLACK) - 1
+        high = self.max * (1 + PERCENTILE_SLACK) + 1
         for key, value in self.percentile.items():
             if float(key) == 0:  # fio 3.1 ends its list with "0.00": 0 (tests/fixtures/fio/old-3.1): no percentile
                 continue
