@@ -218,8 +218,13 @@ def make_case(index: int, seed: int) -> Case:
                 fn(rng, doc)
             except (ValueError, IndexError, KeyError, TypeError):  # nothing to mutate there (emptied document)
                 continue
+            except RecursionError:  # nestings copied into nestings: deeper than this script's own walk goes
+                break
             names.append(fn.__name__)
-        text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=rng.random() < 0.5, width=10**6)
+        try:
+            text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=rng.random() < 0.5, width=10**6)
+        except RecursionError:  # too deep for PyYAML's writer: the case keeps the example's text
+            names.clear()
     if rng.random() < 0.15 or not names:
         fn_t = rng.choice([t_duplicate_line, t_alias])
         text = fn_t(rng, text)
