@@ -170,9 +170,10 @@ def _gpu_gate(check: Check, results: Results, planned: Planned) -> Measurement |
       setup_error="no host ran it (the runner's record, a failed launch proof in the lab included) or the GPU "
                   "pre-flight matched no host; no `nccl/<name>.txt` or `.json`; a sweep that stops short of "
                   "`maxbytes` or has no footer; no `all_reduce_perf` run among the logs; a run with fewer ranks or "
-                  "nodes than planned (its device report, else NCCL's INFO lines); a log without NCCL INFO lines "
-                  "where nothing else failed (the transport and the rank count cannot be confirmed: the message says "
-                  "to rerun with `NCCL_DEBUG=INFO`)")
+                  "nodes than planned (its device report, else NCCL's INFO lines); a log without NCCL INFO lines, "
+                  "or whose INFO lines name no network between nodes or no communicator size, where nothing else "
+                  "failed (the transport or the rank count cannot be confirmed: the message says to rerun with "
+                  "`NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET`)")
 def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measurement:
     failed = setup_failure(results.setup_errors(check.id))
     if failed is not None:
