@@ -34,7 +34,7 @@ class UnitError(ValueError):
 
 
 def _format_number(x: float) -> str:
-    if x == int(x) and abs(x) < 1e15:
+    if math.isfinite(x) and x == int(x) and abs(x) < 1e15:  # a ratio of 1e308 renders as 1e310 %: inf, no int
         return str(int(x))
     return f"{x:.6g}"
 
