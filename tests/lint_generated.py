@@ -54,9 +54,9 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="clustersmith-lint-") as tmp:
         started = time.monotonic()
         folders = [build(example, Path(tmp)) for example in examples]
-        yaml_files = [f for folder in folders for f in generated_yaml(folder)]
-        ansible_files = [f for folder in folders for f in generated_yaml(folder)
-                         if f.is_relative_to(folder / "ansible")]
+        found = {folder: generated_yaml(folder) for folder in folders}
+        yaml_files = [f for files in found.values() for f in files]
+        ansible_files = [f for folder, files in found.items() for f in files if f.is_relative_to(folder / "ansible")]
         failed = 0
         for name, files, run in (("yamllint", yaml_files, yamllint), ("ansible-lint --profile production",
                                                                        ansible_files, ansible_lint)):

@@ -278,13 +278,13 @@ PLANNED_TEST = ("RDMA_Write", "BW", False, 1)
 LINE_RATE_MARGIN = 1.0
 
 
-def _not_the_planned_test(out: PerftestBw, size: int) -> str | None:
+def _not_the_planned_test(out: PerftestBw, row: BwRow | None, size: int) -> str | None:
     """What a client's output ran where it is not ib_write_bw one way without a post list at the planned message size
-    (None where it is)."""
+    (``row``: its row of that size, if any; None where it is the planned test)."""
     b = out.banner
     if (b.verb, b.kind, b.bidirectional, b.post_list) != PLANNED_TEST:
         return f"ran {b.describe()}, not the planned RDMA_Write BW (one direction): not judged"
-    if _planned_row(out, size) is None:
+    if row is None:
         sizes = sorted({r.bytes for r in out.rows})
         shown = f"{sizes[0]}-{sizes[-1]} B" if len(sizes) > 1 else f"{sizes[0]} B"
         return f"measured {shown} messages, none of the planned {size} B (-s {size}): not judged"
@@ -352,7 +352,7 @@ def write_bw(check: Check, results: Results, planned: Planned) -> Measurement:
             client, _, server = path.stem.partition("@")
             to_storage = bool(server) and server in planned.storage_targets
             row = _planned_row(out, size)
-            why = out.rows and (_not_the_planned_test(out, size) or (row is not None and _above_line_rate(
+            why = out.rows and (_not_the_planned_test(out, row, size) or (row is not None and _above_line_rate(
                 row, planned.storage_nic_gbit if to_storage else planned.rail_gbit)))
             if why:
                 refused.append(f"{rail}/{path.name}: {why}")
