@@ -42,6 +42,9 @@ class FioWorkload(Frozen):
     purpose: str = Field(description="What the workload measures")
     rw: Literal["read", "write", "randread", "randwrite", "randrw"]
     bs: str = Field(description="Block size (4k, 1M) or a range lo-hi (bsrange)")
+    layout_bs: str | None = Field(default=None, description="Write block size of a read-only job, where it is not bs: "
+                                  "the block fio lays the job's new files out with (fio writes a new file in blocks "
+                                  "of the job's largest write size, filesetup.c extend_file), rendered bs=<bs>,<this>")
     rwmixread: int | None = Field(default=None, description="Read share in percent for randrw")
     iodepth: Traced[int] = Field(description="Outstanding I/Os per job")
     numjobs: Traced[int] = Field(description="Jobs per client, each on its own scratch file")
@@ -65,6 +68,9 @@ class FioWorkload(Frozen):
             raise ValueError(f"workload {self.name}: direct={int(self.direct)}; expected direct="
                              f"{int(self.name != BUFFERED_WORKLOAD)} (O_DIRECT for every workload but "
                              f"{BUFFERED_WORKLOAD}, the FS-Cache check, which FS-Cache serves only buffered)")
+        if self.layout_bs is not None and (self.rw not in ("read", "randread") or "-" in self.bs):
+            raise ValueError(f"workload {self.name}: layout_bs {self.layout_bs} with rw={self.rw}, bs={self.bs}; "
+                             "expected it only on a read-only job of one block size (its writes are the layout)")
         return self
 
 

@@ -49,6 +49,8 @@ MIB = 1 << 20
 SHARE_OF_TIER = 0.5  # issue 18: the acceptance working set stays within half the tier's free capacity
 SMALLEST_FILE = SEQ_DEPTH * MIB  # a sequential job keeps SEQ_DEPTH 1M I/Os in flight inside its own file
 CACHE_PASS_BOUND = 600  # seconds: a bound on one read pass of the cache check, not its expected length
+# A read-only job lays its new files out in blocks of its write size (fio filesetup.c extend_file writes
+# td->o.max_bs[DDIR_WRITE] at a time): the 4k reader's files are laid out 1M at a time (bs=4k,1M), not 4k.
 LATENCY_PURPOSE = "4k random read completion latency on the node's own NVMe-oF namespace, behind its cache"
 
 
@@ -188,7 +190,7 @@ def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan)
     workloads += [
         FioWorkload(name="rand_read_4k", purpose=LATENCY_PURPOSE if storage.nvmeof is not None else
                     "4k random read completion latency on the shared file system", rw="randread", bs="4k",
-                    iodepth=lat_depth, on=own, **common),
+                    layout_bs=SEQ_BS, iodepth=lat_depth, on=own, **common),
         FioWorkload(name="mixed", purpose="the design's mixed workload, data verified", rw="randrw",
                     bs="4k-1M", rwmixread=70, iodepth=depth, verify="crc32c", on=shared, **common),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -72,3 +73,39 @@ def test_only_the_cache_check_reads_buffered(built: tuple[object, Path], name: s
     base = bp.acceptance.workloads[0]  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match=f"workload {name}: direct={int(direct)}; expected direct={int(not direct)}"):
         FioWorkload.model_validate({**base.model_dump(), "name": name, "direct": direct})
+
+
+def test_the_4k_reader_lays_its_files_out_1m_at_a_time_and_reads_4k(built: tuple[object, Path],
+                                                                     tmp_path: Path) -> None:
+    """rand_read_4k renders bs=4k,1M: fio writes a new file in blocks of the job's write size (filesetup.c
+    extend_file), so the layout is 1M writes, not 4k ones (under the lab's TCG the 4k layout of a 32 MiB file took a
+    minute); every read it measures stays 4k. Run by real fio on a small file: the report's I/Os are 4 KiB each."""
+    bp, folder = built
+    require_tool("fio")
+    w = next(w for w in bp.acceptance.workloads if w.name == "rand_read_4k")  # type: ignore[attr-defined]
+    assert w.layout_bs == "1M"
+    text = (folder / "acceptance" / "fio" / "rand_read_4k.fio").read_text()
+    assert "bs=4k,1M\n" in text
+    small = "".join(f"directory={tmp_path}\n" if line.startswith("directory=") else
+                    "size=4194304\n" if line.startswith("size=") else
+                    "runtime=1\n" if line.startswith("runtime=") else
+                    "ramp_time=0\n" if line.startswith("ramp_time=") else
+                    "direct=0\n" if line.startswith("direct=") else "numjobs=1\n" if line.startswith("numjobs=") else
+                    line for line in text.splitlines(keepends=True))
+    job = tmp_path / "small.fio"
+    job.write_text(small)
+    done = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env={"CLUSTERSMITH_HOST": "client-1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout[done.stdout.index("{"):])["jobs"][0]["read"]
+    assert read["total_ios"] > 0 and read["io_bytes"] == 4096 * read["total_ios"]
+    assert (tmp_path / "clustersmith-accept.client-1.0").stat().st_size == 4194304
+
+
+@pytest.mark.parametrize(("rw", "bs"), [("randrw", "4k"), ("write", "4k"), ("read", "4k-1M")])
+def test_a_layout_block_only_on_a_read_only_job_of_one_block_size(built: tuple[object, Path], rw: str,
+                                                                    bs: str) -> None:
+    bp, _ = built
+    base = next(w for w in bp.acceptance.workloads if w.name == "rand_read_4k")  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=f"layout_bs 1M with rw={rw}, bs={bs}; expected it only on a read-only"):
+        FioWorkload.model_validate({**base.model_dump(), "rw": rw, "bs": bs, "rwmixread": None})
