@@ -29,12 +29,13 @@ demo: venv
 	$(BIN)/clustersmith build $(SPEC) -o $(OUT)
 	$(BIN)/clustersmith explain $(OUT)/$$(basename $(SPEC) .yaml) acceptance.storage.read_throughput
 
-# The unit tier runs on two workers that steal each other's queued tests (a few tests wait tens of seconds on real
-# tools and timeouts: with --dist load one worker sat idle behind them, 245 s against 184 s side by side on
-# 2026-12-06, docs/benchmarks.md); the lab tier in one process (one lab, its tests in MODULE_ORDER), listing
-# its slowest tests for the CI budget. `make test` is lint, test-unit and test-lab, in that order; .ci/run calls
-# those parts one by one to time each (tests/unit/test_ci_run.py holds the two to the same commands).
-UNIT_TIER = $(BIN)/pytest -q -n 2 --dist worksteal tests -m "not lab"
+# The unit tier runs on three workers that steal each other's queued tests: many tests wait on real tools, sleeps and
+# timeouts, so a third worker fills the two cores' idle time (side by side on 2 cores, 2026-12-06: -n 2 164 s, -n 3
+# 139 s, -n 4 145 s; with --dist load one worker sat idle behind the slow ones: docs/benchmarks.md); the lab tier in one
+# process (one lab, its tests in MODULE_ORDER), listing its slowest tests for the CI budget. `make test` is lint,
+# test-unit and test-lab, in that order; .ci/run calls those parts one by one to time each (tests/unit/test_ci_run.py
+# holds the two to the same commands).
+UNIT_TIER = $(BIN)/pytest -q -n 3 --dist worksteal tests -m "not lab"
 LAB_TIER  = $(BIN)/pytest -q --durations=30 -m lab $(LAB_TESTS)
 
 test: venv lint
