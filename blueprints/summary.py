@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console, Group
 from rich.table import Table
 
-from blueprints.blueprint import AcceptancePlan, Blueprint, FioFootprint, Traced
+from blueprints.blueprint import AcceptancePlan, Blueprint, FioFootprint, Traced, WiringPlan
 from blueprints.fleet_plan import FleetsPlan
 from blueprints.summary_ceph import ceph_tables
 
@@ -114,10 +114,30 @@ def summary(bp: Blueprint) -> Group:
                        ", ".join(ch.derived_from.spec))
     ceph = ceph_tables(s.ceph) if s.ceph is not None else []
     fleets = [_fleets(bp.fleets)] if bp.fleets is not None else []
-    parts: list[Table] = [compute, *fleets, fabric, storage_net, qos, storage, protection, *ceph, designed, checks]
+    wiring = [_wiring(bp.wiring)] if bp.wiring is not None else []
+    parts: list[Table] = [compute, *fleets, fabric, storage_net, *wiring, qos, storage, protection, *ceph, designed,
+                          checks]
     if bp.acceptance.footprint is not None:
         parts.append(_footprint(bp.acceptance.footprint, bp.acceptance))
     return Group(*parts)
+
+
+def _wiring(plan: WiringPlan) -> Table:
+    """The wiring plan: switches by fabric and tier with their names, and each cable run (switch/cabling.csv)."""
+    table = Table(title="wiring (switch/cabling.csv: one row per cable)", title_justify="left")
+    for col in ("what", "value", "because"):
+        table.add_column(col)
+    if plan.none_because is not None:
+        table.add_row("cables", "none", plan.none_because)
+        return table
+    for t in plan.switches:
+        names = t.names()
+        table.add_row(f"{t.fabric} {t.tier} switches", f"{t.count} x {t.model}",
+                      f"{names[0]}" + (f" .. {names[-1]}" if len(names) > 1 else "") + f"; ports named as {t.ports.os}")
+    for run in plan.runs:
+        length = f", {run.length.value} each ({_why(run.length)})" if run.length is not None else ""
+        table.add_row(f"{run.fabric} {run.kind} cables", _t(run.cables), f"{_why(run.cables)}{length}; {run.rule}")
+    return table
 
 
 def _fleets(plan: FleetsPlan) -> Table:

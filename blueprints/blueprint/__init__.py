@@ -26,6 +26,7 @@ from blueprints.traced import Provenance, Traced, traced
 # The nouns of the Blueprint, one module each, below the root; callers take them from here (__all__).
 from blueprints.blueprint.compute import ComputePlan
 from blueprints.blueprint.fabric import FabricKind, FabricPlan, StorageFabricPlan
+from blueprints.blueprint.wiring import CableRun, SwitchTier, WiredFabric, WiringPlan
 from blueprints.blueprint.qos import ECT0, DcqcnPlan, EcnThresholds, EtsPlan, PfcWatchdogPlan, QosPlan
 from blueprints.blueprint.nccl import EnvVar, NcclPlan, TrafficClassSlot
 from blueprints.blueprint.ceph import (
@@ -50,15 +51,15 @@ from blueprints.blueprint.format import BLUEPRINT_FORMAT, refuse_older
 # isort: on
 
 __all__ = [
-    "BUFFERED_WORKLOAD", "ECT0", "AcceptancePlan", "AlertRule", "Blueprint", "CachePlan", "CephDaemons",
+    "BUFFERED_WORKLOAD", "ECT0", "AcceptancePlan", "AlertRule", "Blueprint", "CableRun", "CachePlan", "CephDaemons",
     "CephEcProfile", "CephLabException", "CephMount", "CephNetwork", "CephOsdGroup", "CephPlan", "CephPool",
     "CephSetting", "Check", "ClientFs", "ClientSetting", "ComputePlan", "DcqcnPlan", "EcnThresholds", "EnvVar",
     "EtsPlan", "FabricKind", "FabricPlan", "FioFootprint", "FioWorkload", "FsCacheCounters", "FsCachePlan",
     "ManagedFsPlan", "MonitoringAuth", "MonitoringPlan", "NcclPlan", "NvmeofHost", "NvmeofPlan", "NvmeofSubsystem",
     "PfcWatchdogPlan", "ProtectionOption", "Provenance", "Provider", "QosPlan", "Query", "RecordingRule", "RuleGroup",
     "ScrapeJob", "ScrapeSet", "ScrapeTargets", "ScratchArea", "ScratchFs", "SharedCapability", "SharedFsPlan",
-    "StorageEngine", "StorageFabricPlan", "StoragePlan", "TargetPanel", "TargetPlan", "TierPlan", "Tool", "Traced",
-    "TrafficClassSlot", "dump_blueprint", "load_blueprint", "traced",
+    "StorageEngine", "StorageFabricPlan", "StoragePlan", "SwitchTier", "TargetPanel", "TargetPlan", "TierPlan", "Tool",
+    "Traced", "TrafficClassSlot", "WiredFabric", "WiringPlan", "dump_blueprint", "load_blueprint", "traced",
 ]
 
 
@@ -81,6 +82,8 @@ class Blueprint(Frozen):
     compute: ComputePlan
     fabric: FabricPlan
     storage_fabric: StorageFabricPlan
+    wiring: WiringPlan | None = Field(default=None, description="Switches by tier and the cable runs between them "
+                                                                "(None in a blueprint.yaml from before the plan)")
     qos: QosPlan
     nccl: NcclPlan
     storage: StoragePlan

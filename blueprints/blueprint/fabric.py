@@ -52,3 +52,5 @@ class StorageFabricPlan(Frozen):
     spine_switches: Traced[int]
     core_switches: Traced[int]
     leaf_spine_cables: int = Field(default=0, ge=0, description="Cables from each leaf to each spine")
+    nics_per_host: int = Field(default=1, ge=1, description="Storage NICs of every host where all have as many: NIC "
+                                                            "j of each host on leaf group j; 1 otherwise")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from blueprints.units import Duration, Rate, Size
 
@@ -59,11 +59,34 @@ class Drive(_Entry):
     ceph_osd: CephOsdRate | None = Field(default=None, description="Published per-OSD Ceph rate; None where none found")
 
 
+class SwitchPorts(BaseModel):
+    """How the switch's operating system names its ports at the catalog's port speed: ``cages`` front-panel cages,
+    each split into ``per_cage`` ports (blueprints.wiring.port_name applies it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    os: Literal["sonic", "mlnx-os", "vde"] = Field(description="sonic: EthernetN with its front-panel alias etpN[a-d] "
+                                                    "(the platform's port_config.ini); mlnx-os: 1/<cage>/<port>; "
+                                                    "vde: the lab's vde_switch port numbers")
+    cages: int = Field(gt=0, description="Front-panel cages")
+    per_cage: int = Field(gt=0, description="Ports each cage is split into at port_speed")
+    lanes_per_cage: int = Field(default=0, ge=0, description="sonic: SerDes lanes of a cage (EthernetN counts lanes)")
+    source: str = Field(min_length=3, description="Where the naming comes from")
+
+
 class Switch(_Entry):
     fabric: Literal["infiniband", "ethernet"] = Field(description="Switch family")
     radix: int = Field(gt=1, description="Ports per switch at port_speed")
     port_speed: Rate = Field(description="Port speed the radix is counted at")
     sharp: bool = Field(default=False, description="In-network reduction (SHARP) that NCCL reaches through CollNet")
+    ports: SwitchPorts = Field(description="Port naming at port_speed")
+
+    @model_validator(mode="after")
+    def _ports_make_the_radix(self) -> Switch:
+        if self.ports.cages * self.ports.per_cage != self.radix:
+            raise ValueError(f"switch {self.name}: ports {self.ports.cages} cages x {self.ports.per_cage} = "
+                             f"{self.ports.cages * self.ports.per_cage}; expected the radix {self.radix}")
+        return self
 
 
 class GpuServer(_Entry):

@@ -26,6 +26,7 @@ from blueprints.planner.network import plan_management_network
 from blueprints.planner.qos import plan_qos
 from blueprints.planner.storage import plan_storage
 from blueprints.planner.storage_fabric import plan_storage_fabric
+from blueprints.planner.wiring import plan_wiring
 from blueprints.spec import AwsTarget, BaremetalTarget, GcpTarget, LabTarget, Requirements
 
 __all__ = ["plan"]
@@ -101,6 +102,7 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
                      "load")
     notes.extend(nccl.notes)
     fleets = plan_fleets(ctx, hosts)
+    storage_fabric = plan_storage_fabric(ctx, compute, storage)
     if fleets is not None and fleets.count.value > 1 and req.target.provider == "azure":
         notes.append(f"azure: {fleets.count.value} scale sets, so {fleets.count.value} InfiniBand partitions; NCCL "
                      "has no InfiniBand path between them: a job must stay within one partition, and an NCCL run over "
@@ -108,7 +110,7 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
     bp = Blueprint(
         name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, target=plan_target(req, network),
         hosts=hosts, fleets=fleets, compute=compute, fabric=fabric,
-        storage_fabric=plan_storage_fabric(ctx, compute, storage), qos=qos, nccl=nccl,
+        storage_fabric=storage_fabric, wiring=plan_wiring(ctx, compute, fabric, storage_fabric), qos=qos, nccl=nccl,
         storage=storage, monitoring=monitoring, acceptance=acceptance, lab=lab, notes=tuple(notes),
     )
     return bp.model_copy(update={"spec_values": spec_values(bp, req)})

@@ -38,9 +38,11 @@ def storage_group(ctx: PlanContext, compute: ComputePlan, tier: TierPlan) -> Hos
     namespaces, carved from their disks.nvmeof."""
     prefix = "storage-" if ctx.is_lab else f"{tier.name}-"
     drives = LAB_OSDS if ctx.is_lab else ctx.catalog.storage_servers[tier.server].drives
+    # the server's own storage NICs (catalog), as the storage fabric counts them; the lab's VMs have the rails
+    nics = compute.storage_nics if ctx.is_lab else ctx.catalog.storage_servers[tier.server].nics
     serving = (NVMEOF_DISK,) if tier.name == "hot" else ()
     return HostGroup(role="storage_target", count=tier.nodes.value, name_prefix=prefix, node_type=tier.server,
-                     rail_nics=compute.storage_nics, tier=tier.name, disks=serving + osd_disks(drives))
+                     rail_nics=nics, tier=tier.name, disks=serving + osd_disks(drives))
 
 
 def client_disks(storage: StoragePlan | None) -> tuple[DiskPlan, ...]:

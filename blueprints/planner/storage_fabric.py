@@ -2,8 +2,10 @@
 
 DGX systems carry storage NICs apart from the compute rails (field-numbers 8: "DGX H100 storage NICs");
 the storage servers' NIC counts are catalog shapes (catalog/storage_servers.yaml). The tree is sized like
-the compute fabric's (balanced spines, fabric.balanced_tree) but is not rail-optimised and has no fabric
-manager position. Clouds: the provider's network; the lab: both rails carry storage and compute.
+the compute fabric's (balanced spines, fabric.balanced_tree) and has no fabric manager position. Where every host
+has the same number of storage NICs, NIC j of each host lands on leaf group j (leaves rounded up to a multiple of
+the NICs, as the compute fabric's rails): one leaf lost takes one of a host's paths, never all of them.
+Clouds: the provider's network; the lab: both rails carry storage and compute.
 """
 
 from __future__ import annotations
@@ -47,6 +49,16 @@ def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: Storage
         return StorageFabricPlan(provider_managed=ctx.is_cloud, shared_with_compute=ctx.is_lab, switch=None,
                                  client_rails=clients, endpoints=ep, tiers=zero, leaf_switches=zero,
                                  spine_switches=zero, core_switches=zero)
+    # every host's NIC j on leaf group j where all hosts have the same NIC count: a leaf lost leaves every host its
+    # other paths (NVMe-oF multipath, a bond), where NICs side by side on one leaf would lose them together
+    counts = {compute.storage_nics} if compute.storage_nics else set()
+    hosts = compute.nodes.value if compute.storage_nics else 0
+    for tier in storage.tiers:
+        srv = ctx.catalog.storage_servers.get(tier.server)
+        if srv is not None and tier.nodes.value:
+            counts.add(srv.nics)
+            hosts += tier.nodes.value
+    nics = counts.pop() if len(counts) == 1 else 1
     fastest = max(speeds, default=compute.storage_nic_speed.value)
     candidates = [s for s in ctx.catalog.switches.values() if s.fabric == "ethernet"
                   and s.port_speed.value == fastest and not s.name.endswith("-lab")]
@@ -55,7 +67,14 @@ def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: Storage
                              "ports for the storage fabric")
     switch = max(candidates, key=lambda s: s.radix)
     k, half = switch.radix, switch.radix // 2
-    leaf = 1 if ports <= k else ceil_div(ports, half)
+    if ports <= k:
+        leaf, leaf_why = 1, f"{ports} ports fit one {k}-port switch"
+    elif nics > 1:
+        leaf = ceil_div(hosts, half) * nics
+        leaf_why = (f"ceil({hosts} hosts / {half}) x {nics} NICs = {leaf}: each host's NIC j on its own leaf group j, "
+                    "so a leaf lost takes one path of a host, never all")
+    else:
+        leaf, leaf_why = ceil_div(ports, half), f"ceil({ports} / {half}) = {ceil_div(ports, half)}"
     shape = balanced_tree(leaf, k)
     if shape is None:
         raise ctx.infeasible("compute.gpus", f"the storage fabric needs {ports} ports, more than a 3-tier fat tree "
@@ -65,8 +84,8 @@ def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: Storage
         provider_managed=False, switch=switch.name, radix=k, port_speed=str(switch.port_speed), endpoints=ep,
         client_rails=clients,
         tiers=traced(tiers, spec, "storage_fabric.tiers", f"{leaf} leaves; radix {k}"),
-        leaf_switches=traced(leaf, spec, "storage_fabric.leaf", f"{ports} ports fit one {k}-port switch"
-                             if leaf == 1 else f"ceil({ports} / {half}) = {leaf}"),
+        leaf_switches=traced(leaf, spec, "storage_fabric.leaf", leaf_why),
+        nics_per_host=nics,
         spine_switches=traced(spine, spec, "storage_fabric.spine_balanced",
                               f"fewest >= ceil({leaf} x {half} / {k}) dividing {half} uplinks = {spine}"
                               if tiers == 2 else f"{spine}"),

@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 
 from blueprints.blueprint import Blueprint
+from blueprints.render.switch_vendor import sonic_models
 from blueprints.textsafe import md_code
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "switch_qos"
@@ -40,7 +41,7 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
     ]
     text = _env().get_template("qos-policy.md.j2").render(
         bp=bp, q=q, priorities=priorities, nvmeof_tos=nvmeof_tos, nccl_tc=nccl_tc,
-        spec_file=md_code(bp.spec_file))
+        spec_file=md_code(bp.spec_file), sonic_models=list(sonic_models(bp)))
     path = folder / "switch" / "qos-policy.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -5,17 +5,21 @@ the RoCE priority only, the CNP class in strict priority, ECN on the RoCE queue 
 ``qos.ecn_thresholds`` and the PFC watchdog. Commands and keys follow the vendors' documents, kept as
 excerpts with their sources under tests/fixtures/switch/ (NVUE: CumulusNetworks/docs cumulus-linux-514
 Quality-of-Service pages; SONiC: sonic-buildimage qos sample output, sonic-swss swss-schema.md,
-sonic-utilities pfcwd/main.py). Port names differ per switch, so the RoCE-facing ports are a parameter:
-``PORTS`` in the NVUE script, the ``<ROCE_PORT>`` key in the SONiC fragment (one copy per port).
+sonic-utilities pfcwd/main.py). Where the wiring plan cables SONiC switches, their fragment
+(``sonic-<model>-config_db.json``) names every port of the model as SONiC does (blueprints.wiring.port_name);
+elsewhere the RoCE-facing ports are a parameter: ``PORTS`` in the NVUE script, the ``<ROCE_PORT>`` key in the SONiC
+fragment (one copy per port).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from blueprints.blueprint import Blueprint, QosPlan
+from blueprints.wiring import port_name
 
 MAP = "CLUSTERSMITH"
 SONIC_PORT = "<ROCE_PORT>"
@@ -41,12 +45,18 @@ def nvue_commands(q: QosPlan) -> list[str]:
     return [*lines, "nv config apply"]
 
 
-def sonic_config(q: QosPlan) -> dict[str, Any]:
+def sonic_config(q: QosPlan, ports: Sequence[str] = (SONIC_PORT,)) -> dict[str, Any]:
+    """The QoS tables with one entry per port of ``ports`` (the ``<ROCE_PORT>`` placeholder unless the wiring plan
+    names the switch's ports)."""
     roce, wd, ecn = q.roce_priority.value, q.pfc_watchdog, q.ecn_thresholds
     pfc = ",".join(map(str, q.pfc_priorities))
     port: dict[str, str] = {"dscp_to_tc_map": MAP, "tc_to_queue_map": MAP}
     if pfc:
         port |= {"pfc_enable": pfc, "pfcwd_sw_enable": pfc}
+    queue: dict[str, dict[str, str]] = {}
+    for name in ports:
+        queue[f"{name}|{roce}"] = {"wred_profile": "CLUSTERSMITH_LOSSLESS"}
+        queue |= {f"{name}|{p}": {"scheduler": f"scheduler.strict{p}"} for p in q.strict_priorities if p != roce}
     tables: dict[str, Any] = {
         "DSCP_TO_TC_MAP": {MAP: {str(d): str(p) for d, p in sorted(q.switch_dscp_to_priority.items())}},
         "TC_TO_QUEUE_MAP": {MAP: {str(tc): str(tc) for tc in range(8)}},
@@ -54,15 +64,23 @@ def sonic_config(q: QosPlan) -> dict[str, Any]:
         "WRED_PROFILE": {"CLUSTERSMITH_LOSSLESS": {
             "wred_green_enable": "true", "ecn": "ecn_all",
             "green_min_threshold": str(ecn.min_bytes), "green_max_threshold": str(ecn.max_bytes)}},
-        "PORT_QOS_MAP": {"global": {"dscp_to_tc_map": MAP}, SONIC_PORT: port},
-        "QUEUE": {f"{SONIC_PORT}|{roce}": {"wred_profile": "CLUSTERSMITH_LOSSLESS"}}
-        | {f"{SONIC_PORT}|{p}": {"scheduler": f"scheduler.strict{p}"} for p in q.strict_priorities if p != roce},
+        "PORT_QOS_MAP": {"global": {"dscp_to_tc_map": MAP}} | {name: dict(port) for name in ports},
+        "QUEUE": queue,
     }
     if pfc:
-        tables["PFC_WD"] = {"GLOBAL": {"POLL_INTERVAL": str(wd.poll_ms)},
-                            SONIC_PORT: {"action": wd.action, "detection_time": str(wd.detection_ms),
-                                         "restoration_time": str(wd.restoration_ms)}}
+        watchdog = {"action": wd.action, "detection_time": str(wd.detection_ms),
+                    "restoration_time": str(wd.restoration_ms)}
+        tables["PFC_WD"] = {"GLOBAL": {"POLL_INTERVAL": str(wd.poll_ms)}} | {name: dict(watchdog) for name in ports}
     return tables
+
+
+def sonic_models(bp: Blueprint) -> dict[str, list[str]]:
+    """Every port name of each SONiC switch model the wiring plan cables (every port of a RoCE fabric's switch
+    carries the lossless class: down-ports and uplinks alike)."""
+    if bp.wiring is None:
+        return {}
+    return {t.model: [port_name(t.ports, i).name for i in range(t.ports.cages * t.ports.per_cage)]
+            for t in bp.wiring.switches if t.ports.os == "sonic"}
 
 
 def render(bp: Blueprint, folder: Path) -> list[Path]:
@@ -78,6 +96,14 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
             ': "${PORTS:?set PORTS to the RoCE-facing ports, e.g. swp1-32}"']
     nvue = out / "cumulus-nvue.sh"
     nvue.write_text("\n".join(head + nvue_commands(q)) + "\n", encoding="utf-8")
-    sonic = out / "sonic-config_db.json"
-    sonic.write_text(json.dumps(sonic_config(q), indent=4) + "\n", encoding="utf-8")
-    return [nvue, sonic]
+    written = [nvue]
+    models = sonic_models(bp)
+    for model, ports in models.items():
+        sonic = out / f"sonic-{model}-config_db.json"
+        sonic.write_text(json.dumps(sonic_config(q, ports), indent=4) + "\n", encoding="utf-8")
+        written.append(sonic)
+    if not models:
+        sonic = out / "sonic-config_db.json"
+        sonic.write_text(json.dumps(sonic_config(q), indent=4) + "\n", encoding="utf-8")
+        written.append(sonic)
+    return written

@@ -34,7 +34,8 @@ def test_plan_shows_the_arithmetic() -> None:
     for fragment in ("12 nodes x 41.9275GB/s = 503.13GB/s", "ceil(512 / 8) = 64", "replica-3 (chosen)",
                      "replica-3 (chosen)", "24 OSDs x 1.74698GB/s replicated",
                      "leaf switches", "ceil(512 / 64) = 8", "spine switches", "storage fabric", "leaf / spine / core",
-                     "3 / 2 / 0", "26 << 2 | ECT(0) = 106", ">= 500 GB/s"):
+                     "4 / 2 / 0", "ceil(84 hosts / 64) x 2 NICs = 4", "26 << 2 | ECT(0) = 106", ">= 500 GB/s",
+                     "wiring (switch/cabling.csv", "compute node-leaf cables"):
         assert fragment in r.stdout
 
 

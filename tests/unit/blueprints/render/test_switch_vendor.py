@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+from blueprints.render import build
 from blueprints.render.switch_vendor import SONIC_PORT, nvue_commands, sonic_config
 from tests.unit.blueprints.planner.test_rules import planned, spec
 
@@ -87,3 +88,20 @@ def test_no_pfc_no_watchdog_where_the_provider_owns_qos() -> None:
     q = planned(spec("llm-training-16k.yaml")).qos
     assert "PFC_WD" not in sonic_config(q) and q.strict_priorities == ()
     assert not any("pfc-watchdog" in c for c in nvue_commands(q))
+
+
+def test_sonic_fragment_names_every_port_of_the_wired_switch_as_sonic_does(tmp_path: Path) -> None:
+    """Issue 37 item 8: where the wiring plan cables SONiC switches, the config_db fragment carries each port by
+    SONiC's own name (the SN5600's 2x400G port_config.ini, tests/fixtures/switch), never a placeholder."""
+    bp = planned(spec())
+    folder, _ = build(bp, tmp_path)
+    fragment = json.loads((folder / "switch" / "sonic-SN5600-400G-config_db.json").read_text())
+    recorded = [line.split()[0] for line in (FIX / "sonic-SN5600-O128.port_config.ini").read_text().splitlines()
+                if line.startswith("Ethernet") and line.split()[4] == "400000"]
+    assert len(recorded) == 128
+    assert [k for k in fragment["PORT_QOS_MAP"] if k != "global"] == recorded
+    assert [k for k in fragment["PFC_WD"] if k != "GLOBAL"] == recorded
+    assert {k.split("|")[0] for k in fragment["QUEUE"]} == set(recorded)
+    assert SONIC_PORT not in json.dumps(fragment)
+    assert not (folder / "switch" / "sonic-config_db.json").exists()
+    assert "sonic-SN5600-400G-config_db.json" in (folder / "switch" / "qos-policy.md").read_text()
