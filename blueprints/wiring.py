@@ -46,7 +46,7 @@ def port_name(ports: SwitchPorts, index: int) -> Port:
     return Port(str(index + 1), f"port {index + 1}")
 
 
-def _ports(ports: SwitchPorts) -> list[Port]:
+def all_ports(ports: SwitchPorts) -> list[Port]:
     """Every port of a switch, by index (named once per run, not once per cable)."""
     return [port_name(ports, i) for i in range(ports.cages * ports.per_cage)]
 
@@ -78,7 +78,7 @@ def _node_leaf(bp: Blueprint, run: CableRun, leaves: SwitchTier, one_tier: bool)
     else:
         groups = bp.storage_fabric.nics_per_host
     length = run.length.value if run.length is not None else ""
-    named = _ports(leaves.ports)
+    named = all_ports(leaves.ports)
     for e, (host, nic) in enumerate(_endpoints(bp, run.fabric)):
         if one_tier:
             leaf, port = 0, e
@@ -95,7 +95,7 @@ def _uplinks(run: CableRun, lower: SwitchTier, upper: SwitchTier, cables: int, p
     d = lower.ports.cages * lower.ports.per_cage // 2
     up_names = upper.names()
     length = run.length.value if run.length is not None else ""
-    lower_ports, upper_ports = _ports(lower.ports), _ports(upper.ports)
+    lower_ports, upper_ports = all_ports(lower.ports), all_ports(upper.ports)
     for i, name in enumerate(lower.names()):
         pod, j = divmod(i, d)
         size = min(d, lower.count - pod * d)  # a pod's leaves and spines (the last pod may be partial)

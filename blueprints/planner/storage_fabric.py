@@ -33,6 +33,9 @@ def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: Storage
     gpu_ports = compute.nodes.value * compute.storage_nics
     parts = [f"{compute.nodes.value} GPU nodes x {compute.storage_nics} storage NICs"]
     ports, speeds = gpu_ports, [compute.storage_nic_speed.value] if compute.storage_nics else []
+    # NIC counts per host and the hosts: NIC j of every host on leaf group j where all have as many (below)
+    counts = {compute.storage_nics} if compute.storage_nics else set()
+    hosts = compute.nodes.value if compute.storage_nics else 0
     for tier in storage.tiers:
         srv = ctx.catalog.storage_servers.get(tier.server)
         if srv is None or tier.nodes.value == 0:
@@ -40,6 +43,8 @@ def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: Storage
         ports += tier.nodes.value * srv.nics
         speeds.append(ctx.catalog.nics[srv.nic].speed.value)
         parts.append(f"{tier.nodes.value} {tier.name} nodes x {srv.nics}")
+        counts.add(srv.nics)
+        hosts += tier.nodes.value
     ep = traced(ports, spec, "storage_fabric.endpoints", " + ".join(parts) + f" = {ports}")
     clients = client_rails(ctx, compute)
     if ctx.is_cloud or ctx.is_lab:
@@ -51,13 +56,6 @@ def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: Storage
                                  spine_switches=zero, core_switches=zero)
     # every host's NIC j on leaf group j where all hosts have the same NIC count: a leaf lost leaves every host its
     # other paths (NVMe-oF multipath, a bond), where NICs side by side on one leaf would lose them together
-    counts = {compute.storage_nics} if compute.storage_nics else set()
-    hosts = compute.nodes.value if compute.storage_nics else 0
-    for tier in storage.tiers:
-        srv = ctx.catalog.storage_servers.get(tier.server)
-        if srv is not None and tier.nodes.value:
-            counts.add(srv.nics)
-            hosts += tier.nodes.value
     nics = counts.pop() if len(counts) == 1 else 1
     fastest = max(speeds, default=compute.storage_nic_speed.value)
     candidates = [s for s in ctx.catalog.switches.values() if s.fabric == "ethernet"

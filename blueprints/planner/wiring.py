@@ -5,7 +5,8 @@ cable is placed and how long it is planned to be. Placement (blueprints.wiring e
 
 - compute, rail-optimised (DGX SuperPOD's rail groups): node i's rail r lands on leaf (i // d) x rails + r, port
   i mod d, d = k/2 down-ports a leaf; without rails (one NIC a node) endpoint e = i x rails + r on leaf e // d;
-- storage: the GPU nodes' storage NICs, then every storage node's NICs, in host order, d to a leaf;
+- storage: the GPU nodes, then the storage nodes, in host order, d to a leaf; where every host has n storage NICs
+  (storage_fabric.nics_per_host), host h's NIC j on leaf (h // d) x n + j, as the compute rails;
 - on one switch (one tier) every endpoint takes the next port;
 - leaf l's uplink u (ports d .. k-1) goes to spine u // c (c cables from each leaf to each spine), landing on that
   spine's port l x c + u mod c; on three tiers a pod's m <= d leaves share its m spines (leaf j of the pod sends
@@ -51,9 +52,14 @@ def _length(kind: RunKind, switch: Switch, spec: list[str]) -> Traced[str] | Non
     return traced(value, spec, "wiring.cable_length_sonic_roles", f"{SONIC_CABLES}['{roles}'] = {value}")
 
 
-def _tiers(fabric: WiredFabric, switch: Switch, counts: dict[SwitchTierName, int]) -> list[SwitchTier]:
-    return [SwitchTier(fabric=fabric, tier=tier, count=n, name_prefix=f"{PREFIX[fabric]}{tier}-", model=switch.name,
-                       ports=switch.ports) for tier, n in counts.items() if n > 0]
+def _fabric(node_run: CableRun, switch: Switch, counts: tuple[int, int, int], cables: int,
+            spec: list[str]) -> tuple[list[SwitchTier], list[CableRun]]:
+    """One fabric's switch tiers (leaf, spine, core counts) and its runs: the hosts' run, then the uplinks."""
+    fabric = node_run.fabric
+    tiers: tuple[SwitchTierName, ...] = ("leaf", "spine", "core")
+    switches = [SwitchTier(fabric=fabric, tier=tier, count=n, name_prefix=f"{PREFIX[fabric]}{tier}-",
+                           model=switch.name, ports=switch.ports) for tier, n in zip(tiers, counts, strict=True) if n]
+    return switches, [node_run, *_uplink_runs(fabric, switch, *counts, cables, spec)]
 
 
 def _uplink_runs(fabric: WiredFabric, switch: Switch, leaves: int, spines: int, cores: int, cables: int,
@@ -97,8 +103,7 @@ def _compute(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan) -> tupl
     node_run = CableRun(fabric="compute", kind="node-leaf", rule=place, length=_length("node-leaf", switch, spec),
                         cables=traced(fabric.endpoints.value, spec, "wiring.node_leaf_cables",
                                       f"{compute.nodes.value} nodes x {rails} rails = {fabric.endpoints.value}"))
-    return (_tiers("compute", switch, {"leaf": leaves, "spine": spines, "core": cores}),
-            [node_run, *_uplink_runs("compute", switch, leaves, spines, cores, fabric.leaf_spine_cables, spec)])
+    return _fabric(node_run, switch, (leaves, spines, cores), fabric.leaf_spine_cables, spec)
 
 
 def _storage(ctx: PlanContext, sf: StorageFabricPlan) -> tuple[list[SwitchTier], list[CableRun]]:
@@ -118,8 +123,7 @@ def _storage(ctx: PlanContext, sf: StorageFabricPlan) -> tuple[list[SwitchTier],
     node_run = CableRun(fabric="storage", kind="node-leaf", rule=place, length=_length("node-leaf", switch, spec),
                         cables=traced(sf.endpoints.value, spec, "wiring.storage_node_leaf_cables",
                                       sf.endpoints.derived_from.formula))
-    return (_tiers("storage", switch, {"leaf": leaves, "spine": spines, "core": cores}),
-            [node_run, *_uplink_runs("storage", switch, leaves, spines, cores, sf.leaf_spine_cables, spec)])
+    return _fabric(node_run, switch, (leaves, spines, cores), sf.leaf_spine_cables, spec)
 
 
 def plan_wiring(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, sf: StorageFabricPlan) -> WiringPlan:

@@ -6,7 +6,7 @@ the RoCE priority only, the CNP class in strict priority, ECN on the RoCE queue 
 excerpts with their sources under tests/fixtures/switch/ (NVUE: CumulusNetworks/docs cumulus-linux-514
 Quality-of-Service pages; SONiC: sonic-buildimage qos sample output, sonic-swss swss-schema.md,
 sonic-utilities pfcwd/main.py). Where the wiring plan cables SONiC switches, their fragment
-(``sonic-<model>-config_db.json``) names every port of the model as SONiC does (blueprints.wiring.port_name);
+(``sonic-<model>-config_db.json``) names every port of the model as SONiC does (blueprints.wiring.all_ports);
 elsewhere the RoCE-facing ports are a parameter: ``PORTS`` in the NVUE script, the ``<ROCE_PORT>`` key in the SONiC
 fragment (one copy per port).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from blueprints.blueprint import Blueprint, QosPlan
-from blueprints.wiring import port_name
+from blueprints.wiring import all_ports
 
 MAP = "CLUSTERSMITH"
 SONIC_PORT = "<ROCE_PORT>"
@@ -79,8 +79,7 @@ def sonic_models(bp: Blueprint) -> dict[str, list[str]]:
     carries the lossless class: down-ports and uplinks alike)."""
     if bp.wiring is None:
         return {}
-    return {t.model: [port_name(t.ports, i).name for i in range(t.ports.cages * t.ports.per_cage)]
-            for t in bp.wiring.switches if t.ports.os == "sonic"}
+    return {t.model: [p.name for p in all_ports(t.ports)] for t in bp.wiring.switches if t.ports.os == "sonic"}
 
 
 def render(bp: Blueprint, folder: Path) -> list[Path]:
