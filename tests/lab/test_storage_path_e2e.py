@@ -26,6 +26,7 @@ import pytest
 from stacks.lab import Lab, ssh
 from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab
 from tests.lab.kernel_log import flap_evidence, since
+from tests.lab.prometheus import PATH_DOWN, PathDownWatch, before_a_path_cut, path_alerts, path_down_bound, wait
 from tests.roles.library import load
 
 pytestmark = pytest.mark.lab
@@ -127,12 +128,17 @@ def failover_bound(deployed: ExampleLab) -> FailoverBound:
 
 
 def verified_write_through_a_cut(deployed: ExampleLab, bound: FailoverBound, cut_s: float, name: str,
-                                 label: str, hang_after_s: float = 600) -> None:
+                                 label: str, hang_after_s: float = 600, path_down_alert: bool = False) -> None:
     """fio randwrite with verify=crc32c on a file of client-1's tiered file system (its dm-cache origin is the
     namespace client-1 owns, writethrough) while rail 0 is down for ``cut_s``: fio finishes with zero errors, I/O
     pauses for less than ``bound``, and both paths are live again after a few reconnect_delay periods. The pause
     and the cut go to the "lab timings" summary under ``label``; fio not ended ``hang_after_s`` after its planned
-    end is a hang (tests/bench_flap_lab.py counts them)."""
+    end is a hang (tests/bench_flap_lab.py counts them).
+
+    With ``path_down_alert``, monitoring watches the same cut (monitoring listens on rail 1, which stays up):
+    NvmeofPathDown must fire for client-1 within the Blueprint's bound (tests/lab/prometheus.py), and the cut is held
+    until it fired (or that bound and the lab's margin passed); fio runs long enough for a cut of the bound to be
+    followed by the heal, so the healed path still takes I/O; the alert resolves once the path is back."""
     lab = deployed.lab
     plan = deployed.blueprint.storage.nvmeof
     assert plan is not None
@@ -154,10 +160,15 @@ def verified_write_through_a_cut(deployed: ExampleLab, bound: FailoverBound, cut
     tiering = deployed.blueprint.storage.cache
     assert heads[0] in pvs, f"the tier is not on client-1's own namespace {heads[0]}: pvs {pvs}"
     scratch = f"{tiering.mount_point}/.clustersmith-{name}.bin"
-    runtime = CUT_AFTER_S + cut_s + heal_s
+    bp = deployed.blueprint
+    # held for the alert: its Blueprint bound (the lab's TCG margin beyond it overlaps fio's heal time)
+    hold_s = max(cut_s, path_down_bound(bp).seconds) if path_down_alert else cut_s
+    runtime = CUT_AFTER_S + hold_s + heal_s
     job = FIO_JOB.format(file=scratch, runtime=int(runtime), log_ms=IOPS_LOG_MS, name=name)
     ssh_out(lab, "client-1", f"rm -f /root/{name}* {scratch}; cat > /root/{name}.fio <<'EOF'\n{job}EOF")
     log_before = ssh_out(lab, "client-1", "dmesg")
+    if path_down_alert:
+        before_a_path_cut(lab, bp, "client-1")
     saved = lab.saved_state()
     fio_cmd = f"fio --output-format=json --output=/root/{name}.json /root/{name}.fio"
     with subprocess.Popen(ssh.argv(saved.host("client-1").ssh_port, saved.private_key, fio_cmd),
@@ -165,8 +176,11 @@ def verified_write_through_a_cut(deployed: ExampleLab, bound: FailoverBound, cut
         time.sleep(CUT_AFTER_S)
         lab.set_link("client-1", 0, up=False)
         cut_at = time.monotonic()
+        watch = PathDownWatch(lab, bp, "client-1", cut_at).start() if path_down_alert else None
         try:
             time.sleep(cut_s)
+            if watch is not None:
+                watch.join()
         finally:
             lab.set_link("client-1", 0, up=True)
         cut_for = time.monotonic() - cut_at
@@ -194,13 +208,19 @@ def verified_write_through_a_cut(deployed: ExampleLab, bound: FailoverBound, cut
         f"kernel log over the run: {evidence})")
     sub, _ = wait_for_live_paths(lab, "client-1", nqn, paths, heal_s + 120)
     assert [p.state for p in sub.paths] == ["live"] * paths, sub.paths
+    if watch is not None:
+        watch.assert_within_bound()
+        wait(f"{PATH_DOWN} resolved after the rail returns", 180, lambda: not path_alerts(lab, bp, "client-1"))
 
 
-def test_fio_verify_survives_a_rail_cut(deployed: ExampleLab) -> None:
+def test_fio_verify_survives_a_rail_cut_and_path_down_fires(deployed: ExampleLab) -> None:
     """After `clustersmith build examples/lab.yaml`, `lab up` and the generated site.yml (``deployed``): a cut
-    longer than the failover bound; I/O goes on over rail 1 while rail 0 is still down."""
+    longer than the failover bound; I/O goes on over rail 1 while rail 0 is still down. Monitoring sees the same
+    cut: NvmeofPathDown fires for client-1 within its Blueprint bound, then resolves (once a module of its own,
+    test_monitoring_alerts, with a cut of its own: 100 s of the lab tier)."""
     bound = failover_bound(deployed)
-    verified_write_through_a_cut(deployed, bound, bound.seconds + MARGIN_S, "railcut", "rail cut")
+    verified_write_through_a_cut(deployed, bound, bound.seconds + MARGIN_S, "railcut", "rail cut",
+                                 path_down_alert=True)
 
 
 def test_fio_verify_survives_a_short_flap(deployed: ExampleLab) -> None:

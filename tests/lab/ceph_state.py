@@ -1,0 +1,119 @@
+"""Ceph on the example lab as its tests read it: the ceph CLI and librados in the monitor's guest, over SSH; what a
+fresh clean state is; and a recovery an earlier test left running. test_ceph_lab stops an OSD and brings it back; the
+cluster's return to HEALTH_OK (61-91 s under TCG) then runs beside the external-NFS proof, and the acceptance module,
+whose ceph check must read HEALTH_OK, waits for it first (``settled``) and records how long it took."""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from stacks.lab import Lab
+from tests.lab.conftest import TIMINGS
+
+# How long the cluster may take to re-protect the data after an OSD is marked out, and to be healthy after it returns
+# (TCG: peering and recovery of the lab's PGs on the storage VM's one vCPU).
+RECOVERY_BOUND_S = 1200
+
+
+def ssh_out(lab: Lab, host: str, command: str, timeout: float = 600) -> str:
+    done = lab.ssh(host, command, timeout=timeout)
+    assert done.returncode == 0, f"{host}: `{command}` exited {done.returncode}: {done.stderr or done.stdout}"
+    return done.stdout
+
+
+def ceph_json(lab: Lab, host: str, command: str) -> object:
+    return json.loads(ssh_out(lab, host, f"ceph --connect-timeout 120 {command} -f json"))
+
+
+# mgr stats period and osd mon report interval are 30 s in the lab (LAB_SETTINGS): PG states reach `ceph pg stat` up to
+# 30 s late. A clean state is therefore read fresh, as Ceph's own test suite does (teuthology's ceph_manager
+# flush_pg_stats): every up OSD is told to send its PG stats now (`ceph tell osd.N flush_pg_stats` returns a sequence
+# number), and the read waits until the monitor has each OSD's stats of at least that sequence (`ceph osd last-stat-seq
+# osd.N`). One process in the guest makes every call through librados (a ceph CLI call costs 3-6 s under TCG):
+# 5-8 s for a fresh read on the lab, 2026-12-06, where a clean state used to count only on two reads 40 s apart. Two
+# fresh reads SETTLE_S apart still guard the moment after `osd in`, before the OSDs have acted on the new map.
+SETTLE_S = 10
+POLL_S = 5
+FRESH_PG_STATES = """
+import json, rados, time
+cluster = rados.Rados(conffile="/etc/ceph/ceph.conf")
+cluster.connect(timeout=120)
+def call(send, prefix, plain=False, **args):
+    ret, out, err = send(json.dumps({"prefix": prefix, **args, **({} if plain else {"format": "json"})}), b"",
+                         timeout=120)
+    assert ret == 0, (prefix, args, ret, err)
+    return out.decode() if plain else json.loads(out)
+seqs = {o["osd"]: int(call(lambda *a, osd=o["osd"], **k: cluster.osd_command(osd, *a, **k), "flush_pg_stats",
+                             plain=True))
+        for o in call(cluster.mon_command, "osd dump")["osds"] if o["up"]}
+deadline = time.monotonic() + 120
+for osd, seq in seqs.items():
+    while int(call(cluster.mon_command, "osd last-stat-seq", plain=True, id=osd).strip()) < seq:
+        assert time.monotonic() < deadline, f"osd.{osd}'s PG stats did not reach the monitor within 120 s"
+        time.sleep(0.5)
+stat = call(cluster.mgr_command, "pg stat")
+print(json.dumps({s["name"]: s["num"] for s in stat["pg_summary"]["num_pg_by_state"]}))
+"""
+
+
+def wait_for(what: str, bound_s: float, ready: Callable[[], bool]) -> float:
+    started = time.monotonic()
+    while not ready():
+        assert time.monotonic() - started < bound_s, f"{what}: not within {bound_s:.0f} s"
+        time.sleep(POLL_S)
+    return time.monotonic() - started
+
+
+def fresh_pg_states(lab: Lab, host: str) -> dict[str, int]:
+    """PG counts by state, as every up OSD reports them now (FRESH_PG_STATES), read on ``host``."""
+    states = json.loads(ssh_out(lab, host, f"python3 - <<'EOF'\n{FRESH_PG_STATES}EOF"))
+    assert isinstance(states, dict)
+    return states
+
+
+def clean(lab: Lab, host: str) -> bool:
+    """Every PG active+clean on two fresh reads SETTLE_S apart."""
+    for read in range(2):
+        if set(fresh_pg_states(lab, host)) != {"active+clean"}:
+            return False
+        if read == 0:
+            time.sleep(SETTLE_S)
+    return True
+
+
+def healthy(lab: Lab, mon: str) -> bool:
+    """HEALTH_OK, every OSD up and in, every PG active+clean (``clean``)."""
+    health = ceph_json(lab, mon, "health")
+    dump = ceph_json(lab, mon, "osd dump")
+    assert isinstance(health, dict) and isinstance(dump, dict)
+    return (health["status"] == "HEALTH_OK" and all(o["up"] == 1 and o["in"] == 1 for o in dump["osds"])
+            and clean(lab, mon))
+
+
+@dataclass(frozen=True)
+class Returning:
+    """An OSD a test stopped and brought back (started, marked in) at ``since`` (time.monotonic()), read on ``mon``;
+    the cluster's return to HEALTH_OK is left to run on."""
+
+    osd: int
+    mon: str
+    since: float
+
+
+RETURNING: list[Returning] = []
+
+
+def settled(lab: Lab) -> None:
+    """Until the cluster is healthy again after every OSD a test brought back (none: at once), within
+    RECOVERY_BOUND_S of its return; the time from its return to HEALTH_OK goes to the "lab timings" summary."""
+    while RETURNING:
+        back = RETURNING[0]
+        waited = wait_for(f"HEALTH_OK with osd.{back.osd} back", RECOVERY_BOUND_S - (time.monotonic() - back.since),
+                          functools.partial(healthy, lab, back.mon))
+        TIMINGS[f"ceph: osd.{back.osd} back in to HEALTH_OK (lab, emulated)"] = time.monotonic() - back.since
+        TIMINGS[f"ceph: osd.{back.osd} HEALTH_OK waited for by the next Ceph reader"] = waited
+        RETURNING.pop(0)
