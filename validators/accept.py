@@ -1,7 +1,9 @@
 """One acceptance run: the tools over the inventory into a results folder, then the same judging as ``--results``.
 
 The steps are the modules of :mod:`validators.run`, in order: facts, Ceph's account of itself (first: a cluster that
-is not healthy is named before the workloads load it), fio per workload, perftest pairs, probes, NCCL.
+is not healthy is named before the workloads load it), fio per workload, probes (the paths the workloads just used,
+read before perftest's pairs saturate the rails they share: in the lab a keep-alive lost to ib_write_bw's own load
+left the probe waiting out a reconnect, 40 s of a run), perftest pairs, NCCL.
 """
 
 from __future__ import annotations
@@ -33,16 +35,16 @@ def run_tools(bp: Blueprint, build_dir: Path, inventory: Inventory, results: Pat
             served = [c for c in fio_checks if args_as(c.args, FioArgs).workload == workload.name]
             if served:
                 fio.run(session, workload, served, write)
-        for check in checks:  # each host's device and GID index come from its rdma record (facts)
-            if check.tool == "ib_write_bw":
-                args, duration = perftest.write_bw_args(args_as(check.args, PerftestArgs))
-                perftest.run(session, check, "ib_write_bw", args, duration)
         wanted: dict[str, list[str]] = {}
         for check in checks:
             if check.id in PROBES:
                 wanted.setdefault(PROBES[check.id], []).append(check.id)
         if wanted:
             probe.run(session, sorted(wanted), wanted)
+        for check in checks:  # each host's device and GID index come from its rdma record (facts)
+            if check.tool == "ib_write_bw":
+                args, duration = perftest.write_bw_args(args_as(check.args, PerftestArgs))
+                perftest.run(session, check, "ib_write_bw", args, duration)
         for check in checks:
             if check.tool == "nccl":
                 nccl.run(session, check)
