@@ -52,10 +52,6 @@ CACHE_PASS_BOUND = 600  # seconds: a bound on one read pass of the cache check, 
 # A read-only job lays its new files out in blocks of its write size (fio filesetup.c extend_file writes
 # td->o.max_bs[DDIR_WRITE] at a time): the 4k reader's files are laid out 1M at a time (bs=4k,1M), not 4k.
 LATENCY_PURPOSE = "4k random read completion latency on the node's own NVMe-oF namespace, behind its cache"
-# The lab's 4k reader keeps one I/O in flight, so it needs none of a sequential job's room for SEQ_DEPTH 1M I/Os: its
-# file is 8 MiB, 2,048 blocks to read at random. Under TCG the tier's layout (writethrough to the NVMe-oF namespace over
-# Soft-RoCE) wrote a 32 MiB file per client in 43 s of a 67 s step (clean-clone CI, 2026-12-06, timings.json).
-LAB_LATENCY_FILE = Size.parse("8MiB")
 
 
 def _shape(ctx: PlanContext) -> tuple[int, int, Size, str]:
@@ -170,16 +166,6 @@ def _cache_workload(storage: StoragePlan, common: dict[str, object], jobs: Trace
                                         "that hangs"))
 
 
-def _latency_file(ctx: PlanContext, size: Traced[Size]) -> Traced[Size]:
-    """The 4k reader's file: the workloads' size, or in the lab the smaller LAB_LATENCY_FILE where that is less."""
-    if not ctx.is_lab or size.value.value <= LAB_LATENCY_FILE.value:
-        return size
-    return traced(LAB_LATENCY_FILE, size.derived_from.spec, "acceptance.fio_latency_file_lab",
-                  f"lab: one 4k read in flight needs no {SEQ_DEPTH} x {SEQ_BS} room; {LAB_LATENCY_FILE} = "
-                  f"{int(LAB_LATENCY_FILE.value) // 4096} blocks of 4k to read at random, where the workloads' "
-                  f"{size.value} took the tier's layout 43 s under TCG")
-
-
 def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan) -> tuple[FioWorkload, ...]:
     runtime, ramp, size, why = _shape(ctx)
     shared: ScratchFs = "shared"
@@ -201,11 +187,10 @@ def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan)
     if ctx.req.performance.storage.write_throughput is not None:
         workloads.append(FioWorkload(name="seq_write", purpose="aggregate sequential write throughput", rw="write",
                                      bs=SEQ_BS, iodepth=depth, on=shared, **common))
-    latency = {**common, "size": _latency_file(ctx, size_t)}
     workloads += [
         FioWorkload(name="rand_read_4k", purpose=LATENCY_PURPOSE if storage.nvmeof is not None else
                     "4k random read completion latency on the shared file system", rw="randread", bs="4k",
-                    layout_bs=SEQ_BS, iodepth=lat_depth, on=own, **latency),
+                    layout_bs=SEQ_BS, iodepth=lat_depth, on=own, **common),
         FioWorkload(name="mixed", purpose="the design's mixed workload, data verified", rw="randrw",
                     bs="4k-1M", rwmixread=70, iodepth=depth, verify="crc32c", on=shared, **common),
     ]

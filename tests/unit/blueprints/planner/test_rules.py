@@ -207,17 +207,6 @@ def test_the_lab_exporter_refreshes_less_often_than_real_hosts() -> None:
     assert planned(spec()).monitoring.collect_interval.value == 10
 
 
-def test_the_lab_latency_reader_has_a_smaller_file_than_the_sequential_jobs() -> None:
-    """One 4k read in flight needs no room for 32 1M I/Os: in the lab its file is 8 MiB (the tier's layout under TCG),
-    on real designs the same size as every workload's."""
-    sizes = {w.name: w.size for w in planned(spec("lab.yaml")).acceptance.workloads}
-    assert sizes["rand_read_4k"].value == Size.parse("8MiB") and sizes["seq_read"].value == Size.parse("32MiB")
-    assert sizes["rand_read_4k"].derived_from.rule == "acceptance.fio_latency_file_lab"
-    assert "2048 blocks of 4k" in sizes["rand_read_4k"].derived_from.formula
-    real = {w.name: w.size for w in planned(spec()).acceptance.workloads}
-    assert real["rand_read_4k"] == real["seq_read"]
-
-
 def test_planning_is_deterministic() -> None:
     a = planned(spec()).model_dump_json()
     b = planned(spec()).model_dump_json()

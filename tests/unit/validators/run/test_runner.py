@@ -86,8 +86,7 @@ def test_runs_fio_for_real_and_cleans_its_scratch_files(short_fio: Path, tmp_pat
     r = accept(out, "--inventory", inventory(tmp_path, ("client-1", "client-2"), **LOCAL), "--fio-target", scratch,
                "--destructive", "--only", "storage.latency_p99")
     assert r.returncode == 0, r.stdout + r.stderr
-    # the lab's 4k reader has an 8 MiB file (acceptance.fio_latency_file_lab)
-    assert f"fio will write 1 file(s) of up to 8 MB per client into {scratch}" in r.stdout
+    assert f"fio will write 1 file(s) of up to 34 MB per client into {scratch}" in r.stdout
     checks = latest_report(out)
     assert checks["storage.latency_p99"]["status"] == "info" and float(checks["storage.latency_p99"]["measured"]) > 0
     run = sorted((out / "acceptance" / "runs").iterdir())[-1]
