@@ -85,13 +85,18 @@ def clean(lab: Lab, host: str) -> bool:
     return True
 
 
+def all_up_and_in(lab: Lab, mon: str) -> bool:
+    """Every OSD of ``ceph osd dump`` up and in."""
+    dump = ceph_json(lab, mon, "osd dump")
+    assert isinstance(dump, dict)
+    return all(o["up"] == 1 and o["in"] == 1 for o in dump["osds"])
+
+
 def healthy(lab: Lab, mon: str) -> bool:
     """HEALTH_OK, every OSD up and in, every PG active+clean (``clean``)."""
     health = ceph_json(lab, mon, "health")
-    dump = ceph_json(lab, mon, "osd dump")
-    assert isinstance(health, dict) and isinstance(dump, dict)
-    return (health["status"] == "HEALTH_OK" and all(o["up"] == 1 and o["in"] == 1 for o in dump["osds"])
-            and clean(lab, mon))
+    assert isinstance(health, dict)
+    return health["status"] == "HEALTH_OK" and all_up_and_in(lab, mon) and clean(lab, mon)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Prometheus on the example lab, read as its users read it: the HTTP API on the monitoring host, over HTTPS verified
 against the cluster CA, with the monitoring account (the build's secrets file). Shared by the monitoring module and
-the acceptance module's rail cut, which also proves NvmeofPathDown (one fault, both observers)."""
+the storage path's rail-0 cut, which also proves NvmeofPathDown (one fault, both observers)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from blueprints.blueprint import Blueprint
+from blueprints.blueprint import AlertRule, Blueprint
 from stacks.lab import Lab
 from tests.lab.conftest import TCG_MARGIN_S, TIMINGS
 
@@ -87,9 +87,13 @@ class PathDownBound:
         return self.detect_s + self.for_s + self.evaluation_s
 
 
+def path_down_rule(bp: Blueprint) -> AlertRule:
+    return next(a for a in bp.monitoring.alerts if a.name == PATH_DOWN)
+
+
 def path_down_bound(bp: Blueprint) -> PathDownBound:
     mon = bp.monitoring
-    alert = next(a for a in mon.alerts if a.name == PATH_DOWN)
+    alert = path_down_rule(bp)
     assert bp.storage.nvmeof is not None
     for_s = float(alert.for_[:-1]) * {"s": 1, "m": 60, "h": 3600}[alert.for_[-1]]
     detect = (bp.storage.nvmeof.keep_alive_tmo.value + mon.collect_interval.value + mon.scrape_interval.value
@@ -148,7 +152,7 @@ class PathDownWatch:
         if self.error is not None:
             raise self.error
         bound = path_down_bound(self.bp)
-        alert = next(a for a in self.bp.monitoring.alerts if a.name == PATH_DOWN)
+        alert = path_down_rule(self.bp)
         assert self.fired_after_s is not None, (
             f"{PATH_DOWN} did not fire for {self.host} within {bound.seconds + TCG_MARGIN_S + 60:.0f} s of the cut")
         TIMINGS[f"{PATH_DOWN}: path cut to firing"] = self.fired_after_s

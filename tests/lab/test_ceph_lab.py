@@ -22,7 +22,16 @@ import pytest
 
 from blueprints.blueprint import CephPlan
 from stacks.lab import Lab
-from tests.lab.ceph_state import RECOVERY_BOUND_S, RETURNING, Returning, ceph_json, clean, ssh_out, wait_for
+from tests.lab.ceph_state import (
+    RECOVERY_BOUND_S,
+    RETURNING,
+    Returning,
+    all_up_and_in,
+    ceph_json,
+    clean,
+    ssh_out,
+    wait_for,
+)
 from tests.lab.conftest import TCG_MARGIN_S, TIMINGS, ExampleLab, wait_for_live_paths
 
 pytestmark = pytest.mark.lab
@@ -273,10 +282,5 @@ def test_an_osd_stopped_during_a_verified_write_loses_nothing_and_the_data_is_re
         # run (ceph_state.settled), whose ceph check then reads it
         RETURNING.append(Returning(osd, mon, time.monotonic()))
 
-    def rejoined() -> bool:
-        dump = ceph_json(lab, mon, "osd dump")
-        assert isinstance(dump, dict)
-        return all(o["up"] == 1 and o["in"] == 1 for o in dump["osds"])
-
     TIMINGS[f"ceph: osd.{osd} started and in to up (lab, emulated)"] = wait_for(
-        f"osd.{osd} up and in again", RECOVERY_BOUND_S, rejoined)
+        f"osd.{osd} up and in again", RECOVERY_BOUND_S, lambda: all_up_and_in(lab, mon))
