@@ -123,8 +123,8 @@ FIO_JOB_ERROR = "any fio job that ended with an error (I/O error, verify mismatc
 
 @rule("storage.read_throughput",
       measures="aggregate sequential read throughput: fio's read `bw_bytes` of the `seq_read` workload (1M blocks, "
-               "iodepth 32, one job per GPU) summed over every GPU node, all running at once on the shared file "
-               "system, so it measures the storage system, not one client",
+               "iodepth 32, 4 in the lab, one job per GPU) summed over every GPU node, all running at once on the "
+               "shared file system, so it measures the storage system, not one client",
       passes=f"the spec's read throughput; {FIO_JOB_ERROR}",
       setup_error=fio_setup_error("seq_read", "a report with no `read` section (`unified_rw_reporting=mixed`)",
                                   "a planned unit that is not a rate"))
@@ -134,7 +134,8 @@ def read_throughput(check: Check, results: Results, planned: Planned) -> Measure
 
 @rule("storage.write_throughput",
       measures="aggregate sequential write throughput: fio's write `bw_bytes` of the `seq_write` workload (1M blocks, "
-               "iodepth 32, one job per GPU) summed over every GPU node, all running at once on the shared file system",
+               "iodepth 32, 4 in the lab, one job per GPU) summed over every GPU node, all running at once on the "
+               "shared file system",
       passes=f"the spec's write throughput (planned only where the spec gives one); {FIO_JOB_ERROR}",
       setup_error=fio_setup_error("seq_write", "a report with no `write` section (`unified_rw_reporting=mixed`)",
                                   "a planned unit that is not a rate"))
