@@ -142,6 +142,7 @@ class Session:
         self.results = results
         self._progress = progress
         self._lock = threading.Lock()
+        self._cancel = threading.Event()  # a signal reached one step: the steps run beside it end too
         self.scale = timeout_scale
         self.forks = forks
         self.shards = shards if shards is not None else max(1, (os.cpu_count() or 2) // 2)
@@ -160,6 +161,34 @@ class Session:
     def check(self, check_id: str) -> Check | None:
         """The Blueprint's check of that id, or None."""
         return next((c for c in self.bp.acceptance.checks if c.id == check_id), None)
+
+    def side_by_side(self, *steps: Callable[[], None]) -> None:
+        """Run ``steps`` (each one or more plays or jobs on hosts of their own) at once, each in a thread of its own,
+        and wait for all; a signal to this process cancels every one of them, and a step's own error is raised once
+        all have ended."""
+        errors: list[BaseException] = []
+
+        def guarded(step: Callable[[], None]) -> None:
+            try:
+                step()
+            except BaseException as err:  # raised again in the caller's thread, once every step ended
+                errors.append(err)
+
+        threads = [threading.Thread(target=guarded, args=(s,), name="accept-side-by-side", daemon=True)
+                   for s in steps]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.5)
+        except BaseException:
+            self._cancel.set()
+            for thread in threads:
+                thread.join()
+            raise
+        if errors:
+            raise errors[0]
 
     def play(self, step: str, playbook: str, hosts: list[str], extravars: dict[str, Any], timeout: float,
              groups: dict[str, list[str]] | None = None) -> dict[str, HostOutcome]:
@@ -264,7 +293,7 @@ class Session:
                 private_data_dir=str(part.data), project_dir=str(PLAYBOOKS), playbook=playbook,
                 inventory=[self.inventory.path, str(overlay)], extravars=extravars,
                 forks=max(1, min(len(part.hosts), self.forks)), timeout=limit, quiet=True, event_handler=on_event,
-                envvars=ansible_env(self.bp), cancel_callback=cancel.is_set)
+                envvars=ansible_env(self.bp), cancel_callback=lambda: cancel.is_set() or self._cancel.is_set())
             statuses.append(str(run.status))
 
         threads = []
@@ -279,6 +308,7 @@ class Session:
                     thread.join(0.5)
         except BaseException:
             cancel.set()
+            self._cancel.set()
             for thread, _, _ in threads:
                 thread.join()
             raise

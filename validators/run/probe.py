@@ -1,8 +1,8 @@
 """Step ``probe``: read-only looks at the hosts. NVMe-oF paths and I/O policy and the QoS layers on every GPU client
 (a host job, ``files/job_probe.sh``: each host lists its paths once and reads each of its subsystems' I/O policy
-once, so the reads add up to clients + subsystems), the scrape targets and the cache hit ratio from Prometheus
-(``playbooks/probe.yml`` on the monitoring host). What each host said lands in ``nvme/``, ``qos/<host>/`` and
-``prometheus/``; how long a reconnecting path may settle first is the ``nvmeof.paths`` check's arguments
+once, so the reads add up to clients + subsystems), and beside it the scrape targets and the cache hit ratio from
+Prometheus (``playbooks/probe.yml`` on the monitoring host). What each host said lands in ``nvme/``, ``qos/<host>/``
+and ``prometheus/``; how long a reconnecting path may settle first is the ``nvmeof.paths`` check's arguments
 (``settle_s``, ``reset_extra_s``: the planner's, from the reconnect delay)."""
 
 from __future__ import annotations
@@ -35,19 +35,25 @@ def run(session: Session, probes: list[str], check_ids: dict[str, list[str]]) ->
     on_clients = [p for p in probes if p in CLIENT_PROBES]
     asked = [p for p in probes if p not in CLIENT_PROBES]
     client_outcomes: dict[str, HostOutcome] = {}
-    if on_clients:
+    prometheus_outcomes: dict[str, HostOutcome] = {}
+
+    def on_the_clients() -> None:
         common: dict[str, SpecValue] = {"probes": " ".join(on_clients), "settle_s": round(settle.settle.value),
                                         "reset_extra_s": round(settle.reset_extra.value)}
         specs = {h: {"host": h, **common} for h in clients}
-        client_outcomes = session.job(Job("probe", "probe", specs, (
+        client_outcomes.update(session.job(Job("probe", "probe", specs, (
             "nvme/{host}.json", "nvme/{host}.iopolicy.json", "qos/{host}/rdma_cm_tos.json", "qos/{host}/nccl.conf",
-            "qos/{host}/discovery.conf"), int(LIMIT_S * session.scale)))
-    prometheus_outcomes: dict[str, HostOutcome] = {}
-    if asked:
-        prometheus_outcomes = session.play("probe-prometheus", "probe.yml", prometheus, {
+            "qos/{host}/discovery.conf"), int(LIMIT_S * session.scale))))
+
+    def of_prometheus() -> None:
+        prometheus_outcomes.update(session.play("probe-prometheus", "probe.yml", prometheus, {
             "accept_probes": asked, "accept_prometheus_url": url, "accept_cache_query_url": cache_query or "",
             "accept_prometheus_ca": session.bp.monitoring.auth.ca_file,
-            "accept_prometheus_user": session.bp.monitoring.auth.username}, 180)
+            "accept_prometheus_user": session.bp.monitoring.auth.username}, 180))
+
+    # the clients' look and Prometheus' answer are read side by side: each waits on hosts of its own (a path still
+    # settling holds the clients' job up to its window, while Prometheus answers in seconds)
+    session.side_by_side(*([on_the_clients] if on_clients else []), *([of_prometheus] if asked else []))
     if "cache" in probes:  # storage_tiering puts a cache on every GPU client: each should have a ratio
         session.write("cache-hosts.json", text=json.dumps(clients, indent=2))
     for probe, ids in check_ids.items():

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -355,6 +356,51 @@ def test_the_paths_probe_settles_for_the_windows_the_blueprint_gives_the_check(o
         assert runner.jobs[0].specs[client]["settle_s"] == 3 * delay
         assert runner.jobs[0].specs[client]["reset_extra_s"] == 2 * delay
     assert runner.steps == ["probe"], "the paths are a client probe: Prometheus is not asked"
+
+
+class MeetingSession(ScriptedSession):
+    """A scripted session whose play and host job each wait at one barrier for the other: run one after the other,
+    the first would wait out the barrier's timeout and break it."""
+
+    def __init__(self, out: Path, results: Path, answers: list[tuple[dict[str, HostOutcome], dict[str, str]]]) -> None:
+        super().__init__(out, results, answers)
+        self.meet = threading.Barrier(2, timeout=20)
+
+    def play(self, step: str, playbook: str, hosts: list[str], extravars: dict[str, object], timeout: float,
+             groups: dict[str, list[str]] | None = None) -> dict[str, HostOutcome]:
+        self.meet.wait()
+        return {h: HostOutcome(unreachable="Prometheus' host did not answer") for h in hosts}
+
+    def job(self, job: Job) -> dict[str, HostOutcome]:
+        self.meet.wait()
+        return {h: HostOutcome(failed=["nvme list-subsys: exit 1"]) if h == "client-2" else HostOutcome()
+                for h in job.specs}
+
+
+def test_the_clients_and_prometheus_are_probed_side_by_side_and_each_answer_judges_its_own_checks(
+        out: Path, tmp_path: Path) -> None:
+    runner = MeetingSession(out, tmp_path, [])
+    probe.run(runner, ["nvme", "targets"], {"nvme": ["nvmeof.paths"], "targets": ["monitoring.targets_up"]})
+    assert not runner.meet.broken  # both were running at once
+    assert set(runner.setup_errors["nvmeof.paths"]) == {"client-2"}
+    assert set(runner.setup_errors["monitoring.targets_up"]) == {"storage-1"}
+    assert "did not answer" in runner.setup_errors["monitoring.targets_up"]["storage-1"]
+
+
+def test_a_step_that_raised_beside_another_is_raised_once_both_ended(out: Path, tmp_path: Path) -> None:
+    runner = ScriptedSession(out, tmp_path, [])
+    ended: list[str] = []
+
+    def slow() -> None:
+        time.sleep(0.3)
+        ended.append("slow")
+
+    def broken() -> None:
+        raise RuntimeError("the play's inventory could not be written")
+
+    with pytest.raises(RuntimeError, match="inventory could not be written"):
+        runner.side_by_side(broken, slow)
+    assert ended == ["slow"]
 
 
 def test_without_a_fio_window_the_hit_ratio_is_a_setup_error_and_not_asked(out: Path, tmp_path: Path) -> None:
