@@ -211,7 +211,9 @@ def test_a_public_rail_cut_during_the_first_pass_loses_nothing_and_stalls_no_lon
     the longest any write waited (fio's clat max) is at least half the cut (the cut fell inside the pass) and at most
     twice the cut plus TCG_MARGIN_S (TCP doubles its retransmission interval while the link is down, so its first
     retry after the link returns comes at most about one cut later). Then client-2 reads every block back and checks
-    it. The multipath NVMe-oF path on that rail is back to live before the test ends."""
+    it. Its files are removed then: the OSD test's recovery and backfill move only that test's own data (with this
+    file set still there too they had twice as much to move). The multipath NVMe-oF path on that rail is back to
+    live before the test ends."""
     ceph = plan(deployed)
     lab = deployed.lab
     writer, reader = clients(deployed)[:2]
@@ -236,6 +238,7 @@ def test_a_public_rail_cut_during_the_first_pass_loses_nothing_and_stalls_no_lon
     TIMINGS[f"ceph: longest write wait through a {CUT_S} s public rail cut (lab, emulated)"] = stall
     assert CUT_S / 2 <= stall <= 2 * CUT_S + TCG_MARGIN_S, f"longest write {stall:.1f} s for a {CUT_S} s cut"
     fio_job(lab, reader, fio(directory, True), True, "verify of the other client's files")
+    ssh_out(lab, writer, f"rm -rf {directory}")
     nvmeof = deployed.blueprint.storage.nvmeof
     if nvmeof is not None:  # the cut also took one of the writer's NVMe-oF paths: leave the lab as it was
         wait_for_live_paths(lab, writer, nvmeof.paths_per_subsystem.value,
