@@ -179,14 +179,13 @@ def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan)
     spec = ["target.provider"]
     runtime_t = traced(runtime, spec, "acceptance.fio_runtime", why)
     size_t = _file_size(ctx, compute, storage, size, why)
-    depth = traced(SEQ_DEPTH, ["performance.storage.read_throughput"], "acceptance.fio_queue_depth",
-                   f"{SEQ_DEPTH} outstanding 1M I/Os per job keep a streaming client busy")
-    if ctx.is_lab:
-        depth = traced(LAB_SEQ_DEPTH, ["target.provider", "performance.storage.read_throughput"],
-                       "acceptance.fio_queue_depth",
-                       f"lab: {LAB_SEQ_DEPTH} outstanding 1M I/Os per job (throughput is emulated): a time-based run "
-                       f"waits for every I/O in flight at its end, and {SEQ_DEPTH} MiB in flight took the lab 3-14 s "
-                       "to drain")
+    depth = traced(LAB_SEQ_DEPTH, ["target.provider", "performance.storage.read_throughput"],
+                   "acceptance.fio_queue_depth",
+                   f"lab: {LAB_SEQ_DEPTH} outstanding 1M I/Os per job (throughput is emulated): a time-based run "
+                   f"waits for every I/O in flight at its end, and {SEQ_DEPTH} MiB in flight took the lab 3-14 s "
+                   "to drain") if ctx.is_lab else \
+        traced(SEQ_DEPTH, ["performance.storage.read_throughput"], "acceptance.fio_queue_depth",
+               f"{SEQ_DEPTH} outstanding 1M I/Os per job keep a streaming client busy")
     lat_depth = traced(1, ["performance.storage.latency_p99"], "acceptance.fio_latency_depth",
                        "one I/O at a time: completion latency without queueing")
     common = {"numjobs": jobs, "size": size_t, "runtime_s": runtime_t, "ramp_s": ramp, "log_avg_ms": LOG_AVG_MS}
