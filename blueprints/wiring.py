@@ -32,15 +32,25 @@ class Cable(NamedTuple):
     length: str
 
 
+def sonic_lanes(ports: SwitchPorts, index: int) -> range:
+    """The SerDes lanes of a SONiC switch's ``index``-th port (from 0): its cage's lanes split evenly among the cage's
+    ports (port_config.ini: Ethernet4 of a 2 x 400G cage is lanes 4,5,6,7); EthernetN is named by its first lane."""
+    if not 0 <= index < ports.cages * ports.per_cage:
+        raise ValueError(f"port {index} of a {ports.cages} x {ports.per_cage}-port switch")
+    cage, sub = divmod(index, ports.per_cage)
+    width = ports.lanes_per_cage // ports.per_cage
+    first = cage * ports.lanes_per_cage + sub * width
+    return range(first, first + width)
+
+
 def port_name(ports: SwitchPorts, index: int) -> Port:
     """The ``index``-th port (from 0) of a switch at the catalog's port speed."""
     if not 0 <= index < ports.cages * ports.per_cage:
         raise ValueError(f"port {index} of a {ports.cages} x {ports.per_cage}-port switch")
     cage, sub = divmod(index, ports.per_cage)
     if ports.os == "sonic":
-        lanes = ports.lanes_per_cage // ports.per_cage
         alias = f"etp{cage + 1}" + (SUBPORT[sub] if ports.per_cage > 1 else "")
-        return Port(f"Ethernet{cage * ports.lanes_per_cage + sub * lanes}", alias)
+        return Port(f"Ethernet{sonic_lanes(ports, index).start}", alias)
     if ports.os == "mlnx-os":
         return Port(f"1/{cage + 1}/{sub + 1}", f"cage {cage + 1} port {sub + 1}")
     return Port(str(index + 1), f"port {index + 1}")

@@ -1,6 +1,7 @@
 """Lint what `clustersmith build` writes, as a user's CI would: every example built, then its YAML through yamllint
 (strict: a warning fails) and its Ansible (site.yml, inventory, group_vars) through ansible-lint's production
-profile, both run from the repository root, whose `.yamllint` and `ansible.cfg` they read (issue 37, item 10).
+profile, both run from the repository root, whose `.yamllint` and `ansible.cfg` they read (issue 37, item 10), and
+its SONiC config_db fragments through SONiC's own YANG models with libyang's yanglint (tests/sonic_yang.py).
 
     .venv/bin/python tests/lint_generated.py [examples/lab.yaml ...]
 
@@ -49,6 +50,11 @@ def ansible_lint(files: list[Path]) -> subprocess.CompletedProcess[str]:
                            *map(str, files)], cwd=REPO, capture_output=True, text=True, check=False)
 
 
+def sonic_yang(files: list[Path]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(REPO / "tests" / "sonic_yang.py"), *map(str, files)], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+
+
 def main(argv: list[str]) -> int:
     examples = [Path(a).resolve() for a in argv] or sorted((REPO / "examples").glob("*.yaml"))
     with tempfile.TemporaryDirectory(prefix="clustersmith-lint-") as tmp:
@@ -57,9 +63,11 @@ def main(argv: list[str]) -> int:
         found = {folder: generated_yaml(folder) for folder in folders}
         yaml_files = [f for files in found.values() for f in files]
         ansible_files = [f for folder, files in found.items() for f in files if f.is_relative_to(folder / "ansible")]
+        sonic_files = [f for folder in folders for f in sorted((folder / "switch").glob("sonic-*config_db.json"))]
         failed = 0
         for name, files, run in (("yamllint", yaml_files, yamllint), ("ansible-lint --profile production",
-                                                                       ansible_files, ansible_lint)):
+                                                                       ansible_files, ansible_lint),
+                                 ("SONiC YANG (yanglint)", sonic_files, sonic_yang)):
             done = run(files)
             print(f"{name}: {len(files)} generated files of {len(examples)} example build(s): "
                   f"{'passed' if done.returncode == 0 else f'FAILED (exit {done.returncode})'}")

@@ -1,14 +1,16 @@
 """The format of blueprint.yaml, and the refusal of one an older clustersmith wrote.
 
+Format 3: each switch tier of the wiring plan carries its port speed (SONiC's PORT table is written from it).
 Format 2: every check's ``args`` is typed, one model per tool family told apart by ``kind``
-(blueprints.blueprint.check_args). Format 1 (no ``format`` field) held them as strings; nothing reads it any more.
+(blueprints.blueprint.check_args). Format 1 (no ``format`` field) held them as strings; nothing reads either any
+more.
 """
 
 from __future__ import annotations
 
 from blueprints.errors import ClusterSmithError, Problem
 
-BLUEPRINT_FORMAT = 2
+BLUEPRINT_FORMAT = 3
 
 
 def _old_args(data: dict[object, object]) -> bool:

@@ -14,6 +14,7 @@ from pydantic import Field
 from blueprints.catalog import SwitchPorts
 from blueprints.model import Frozen
 from blueprints.traced import Traced
+from blueprints.units import Rate
 
 WiredFabric = Literal["compute", "storage"]
 SwitchTierName = Literal["leaf", "spine", "core"]
@@ -28,6 +29,7 @@ class SwitchTier(Frozen):
     count: int = Field(ge=1)
     name_prefix: str
     model: str = Field(description="Catalog switch model")
+    port_speed: Rate = Field(description="The speed each port runs at (catalog), the radix counted at it")
     ports: SwitchPorts = Field(description="How the switch's OS names its ports (catalog)")
 
     def names(self) -> list[str]:

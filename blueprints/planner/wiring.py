@@ -58,7 +58,8 @@ def _fabric(node_run: CableRun, switch: Switch, counts: tuple[int, int, int], ca
     fabric = node_run.fabric
     tiers: tuple[SwitchTierName, ...] = ("leaf", "spine", "core")
     switches = [SwitchTier(fabric=fabric, tier=tier, count=n, name_prefix=f"{PREFIX[fabric]}{tier}-",
-                           model=switch.name, ports=switch.ports) for tier, n in zip(tiers, counts, strict=True) if n]
+                           model=switch.name, port_speed=switch.port_speed,
+                           ports=switch.ports) for tier, n in zip(tiers, counts, strict=True) if n]
     return switches, [node_run, *_uplink_runs(fabric, switch, *counts, cables, spec)]
 
 

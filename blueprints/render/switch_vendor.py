@@ -6,7 +6,9 @@ the RoCE priority only, the CNP class in strict priority, ECN on the RoCE queue 
 excerpts with their sources under tests/fixtures/switch/ (NVUE: CumulusNetworks/docs cumulus-linux-514
 Quality-of-Service pages; SONiC: sonic-buildimage qos sample output, sonic-swss swss-schema.md,
 sonic-utilities pfcwd/main.py). Where the wiring plan cables SONiC switches, their fragment
-(``sonic-<model>-config_db.json``) names every port of the model as SONiC does (blueprints.wiring.all_ports);
+(``sonic-<model>-config_db.json``) names every port of the model as SONiC does (blueprints.wiring.all_ports)
+and holds the PORT table those names refer to, as the platform's port_config.ini gives it (name, lanes, alias,
+index, speed; tests/fixtures/switch), so SONiC's YANG models can check every reference (tests/sonic_yang.py);
 elsewhere the RoCE-facing ports are a parameter: ``PORTS`` in the NVUE script, the ``<ROCE_PORT>`` key in the SONiC
 fragment (one copy per port).
 """
@@ -18,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from blueprints.blueprint import Blueprint, QosPlan
-from blueprints.wiring import all_ports
+from blueprints.blueprint import Blueprint, QosPlan, SwitchTier
+from blueprints.wiring import all_ports, sonic_lanes
 
 MAP = "CLUSTERSMITH"
 SONIC_PORT = "<ROCE_PORT>"
@@ -45,9 +47,22 @@ def nvue_commands(q: QosPlan) -> list[str]:
     return [*lines, "nv config apply"]
 
 
-def sonic_config(q: QosPlan, ports: Sequence[str] = (SONIC_PORT,)) -> dict[str, Any]:
-    """The QoS tables with one entry per port of ``ports`` (the ``<ROCE_PORT>`` placeholder unless the wiring plan
-    names the switch's ports)."""
+def sonic_ports(tier: SwitchTier) -> dict[str, dict[str, str]]:
+    """The PORT table of a SONiC switch at the plan's port speed, row by row as its port_config.ini has them: Ethernet0
+    of an SN5600 in 2 x 400G is lanes 0,1,2,3, alias etp1a, index 1 (the cage), speed 400000 (Mb/s)."""
+    mbps = str(round(tier.port_speed.gbit * 1000))
+    table = {}
+    for i, port in enumerate(all_ports(tier.ports)):
+        lanes = sonic_lanes(tier.ports, i)
+        table[port.name] = {"alias": port.label, "index": str(lanes.start // tier.ports.lanes_per_cage + 1),
+                            "lanes": ",".join(map(str, lanes)), "speed": mbps}
+    return table
+
+
+def sonic_config(q: QosPlan, tier: SwitchTier | None = None) -> dict[str, Any]:
+    """The QoS tables with one entry per port of the switch ``tier`` (its PORT table first), or per the
+    ``<ROCE_PORT>`` placeholder where the wiring plan names no SONiC switch."""
+    ports: Sequence[str] = [p.name for p in all_ports(tier.ports)] if tier is not None else (SONIC_PORT,)
     roce, wd, ecn = q.roce_priority.value, q.pfc_watchdog, q.ecn_thresholds
     pfc = ",".join(map(str, q.pfc_priorities))
     port: dict[str, str] = {"dscp_to_tc_map": MAP, "tc_to_queue_map": MAP}
@@ -57,7 +72,8 @@ def sonic_config(q: QosPlan, ports: Sequence[str] = (SONIC_PORT,)) -> dict[str, 
     for name in ports:
         queue[f"{name}|{roce}"] = {"wred_profile": "CLUSTERSMITH_LOSSLESS"}
         queue |= {f"{name}|{p}": {"scheduler": f"scheduler.strict{p}"} for p in q.strict_priorities if p != roce}
-    tables: dict[str, Any] = {
+    tables: dict[str, Any] = {"PORT": sonic_ports(tier)} if tier is not None else {}
+    tables |= {
         "DSCP_TO_TC_MAP": {MAP: {str(d): str(p) for d, p in sorted(q.switch_dscp_to_priority.items())}},
         "TC_TO_QUEUE_MAP": {MAP: {str(tc): str(tc) for tc in range(8)}},
         "SCHEDULER": {f"scheduler.strict{p}": {"type": "STRICT"} for p in q.strict_priorities},
@@ -74,12 +90,12 @@ def sonic_config(q: QosPlan, ports: Sequence[str] = (SONIC_PORT,)) -> dict[str, 
     return tables
 
 
-def sonic_models(bp: Blueprint) -> dict[str, list[str]]:
-    """Every port name of each SONiC switch model the wiring plan cables (every port of a RoCE fabric's switch
-    carries the lossless class: down-ports and uplinks alike)."""
+def sonic_models(bp: Blueprint) -> dict[str, SwitchTier]:
+    """A tier of each SONiC switch model the wiring plan cables (every port of a RoCE fabric's switch carries the
+    lossless class: down-ports and uplinks alike)."""
     if bp.wiring is None:
         return {}
-    return {t.model: [p.name for p in all_ports(t.ports)] for t in bp.wiring.switches if t.ports.os == "sonic"}
+    return {t.model: t for t in bp.wiring.switches if t.ports.os == "sonic"}
 
 
 def render(bp: Blueprint, folder: Path) -> list[Path]:
@@ -97,9 +113,9 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
     nvue.write_text("\n".join(head + nvue_commands(q)) + "\n", encoding="utf-8")
     written = [nvue]
     models = sonic_models(bp)
-    for model, ports in models.items():
+    for model, tier in models.items():
         sonic = out / f"sonic-{model}-config_db.json"
-        sonic.write_text(json.dumps(sonic_config(q, ports), indent=4) + "\n", encoding="utf-8")
+        sonic.write_text(json.dumps(sonic_config(q, tier), indent=4) + "\n", encoding="utf-8")
         written.append(sonic)
     if not models:
         sonic = out / "sonic-config_db.json"
