@@ -12,7 +12,8 @@ the port's ``adv_speeds`` rule uses.
 
 The translation follows sonic_yang_ext (sonic-buildimage src/sonic-yang-mgmt/sonic_yang_ext.py): table ``T`` is the
 container ``T`` inside the top container of the module that defines it; a row's key, split at ``|``, fills the keys
-of the table's list that has as many; a field is the list's leaf of that name, typed from the model (config_db holds
+of the table's list that has as many (a row whose key names a container of the table, as DEVICE_METADATA's
+``localhost``, fills that container); a field is the list's leaf of that name, typed from the model (config_db holds
 every value as a string), or, where the list holds a nested list (the maps, CABLE_LENGTH), one entry of it.
 A table no vendored model defines is an error: nothing goes unchecked.
 """
@@ -32,7 +33,7 @@ from typing import Any
 
 from pyang import context, repository  # type: ignore[import-untyped]
 
-from blueprints.render.switch_vendor import SONIC_PORT
+from blueprints.render.switch_sonic import SONIC_PORT
 
 MODELS = Path(__file__).resolve().parent / "fixtures" / "sonic_yang"
 INTEGER = re.compile(r"u?int(8|16|32|64)")
@@ -42,6 +43,7 @@ INTEGER = re.compile(r"u?int(8|16|32|64)")
 class Table:
     module: str  # the module whose top container holds the table's container
     lists: tuple[Any, ...]  # the table's list statements (pyang), e.g. QUEUE_LIST and VOQ_QUEUE_LIST
+    containers: dict[str, Any]  # rows with a fixed key are containers (DEVICE_METADATA|localhost)
 
 
 @cache
@@ -60,7 +62,8 @@ def schema() -> dict[str, Table]:
             for table in getattr(top, "i_children", []):
                 if table.keyword == "container":
                     lists = tuple(c for c in table.i_children if c.keyword == "list")
-                    tables[table.arg] = Table(module.arg, lists)
+                    containers = {c.arg: c for c in table.i_children if c.keyword == "container"}
+                    tables[table.arg] = Table(module.arg, lists, containers)
     return tables
 
 
@@ -91,13 +94,23 @@ def children(stmt: Any) -> dict[str, Any]:
     return {c.arg: c for c in stmt.i_children}
 
 
+def leaf(parent: Any, table: str, key: str, field: str) -> Any:
+    found = children(parent).get(field)
+    if found is None or found.keyword != "leaf":
+        raise SystemExit(f"table {table}: row {key!r} field {field!r} is not in SONiC's model")
+    return found
+
+
 def rows(table: str, entries: dict[str, dict[str, str]]) -> tuple[str, dict[str, Any]]:
     """One config_db table as (module name, the table's container as YANG JSON)."""
     found = schema().get(table)
     if found is None:
         raise SystemExit(f"table {table}: no vendored SONiC model defines it (add its module to {MODELS})")
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, Any] = {}
     for key, fields in entries.items():
+        if key in found.containers:
+            out[key] = {f: value(leaf(found.containers[key], table, key, f), t) for f, t in fields.items()}
+            continue
         parts = key.split("|")
         lst = next((x for x in found.lists if len(x.search_one("key").arg.split()) == len(parts)), None)
         if lst is None:

@@ -27,7 +27,9 @@ from blueprints.traced import Provenance, Traced, traced
 from blueprints.blueprint.compute import ComputePlan
 from blueprints.blueprint.fabric import FabricKind, FabricPlan, StorageFabricPlan
 from blueprints.blueprint.wiring import CableRun, SwitchTier, WiredFabric, WiringPlan
-from blueprints.blueprint.qos import ECT0, DcqcnPlan, EcnThresholds, EtsPlan, PfcWatchdogPlan, QosPlan
+from blueprints.blueprint.qos import (
+    ECT0, DcqcnPlan, EcnThresholds, EtsPlan, LosslessBuffersPlan, PfcWatchdogPlan, QosPlan,
+)
 from blueprints.blueprint.nccl import EnvVar, NcclPlan, TrafficClassSlot
 from blueprints.blueprint.ceph import (
     CephDaemons, CephEcProfile, CephLabException, CephMount, CephNetwork, CephOsdGroup, CephPlan, CephPool,
@@ -55,8 +57,9 @@ __all__ = [
     "CephEcProfile", "CephLabException", "CephMount", "CephNetwork", "CephOsdGroup", "CephPlan", "CephPool",
     "CephSetting", "Check", "ClientFs", "ClientSetting", "ComputePlan", "DcqcnPlan", "EcnThresholds", "EnvVar",
     "EtsPlan", "FabricKind", "FabricPlan", "FioFootprint", "FioWorkload", "FsCacheCounters", "FsCachePlan",
-    "ManagedFsPlan", "MonitoringAuth", "MonitoringPlan", "NcclPlan", "NvmeofHost", "NvmeofPlan", "NvmeofSubsystem",
-    "PfcWatchdogPlan", "ProtectionOption", "Provenance", "Provider", "QosPlan", "Query", "RecordingRule", "RuleGroup",
+    "LosslessBuffersPlan", "ManagedFsPlan", "MonitoringAuth", "MonitoringPlan", "NcclPlan", "NvmeofHost",
+    "NvmeofPlan", "NvmeofSubsystem", "PfcWatchdogPlan", "ProtectionOption", "Provenance", "Provider", "QosPlan",
+    "Query", "RecordingRule", "RuleGroup",
     "ScrapeJob", "ScrapeSet", "ScrapeTargets", "ScratchArea", "ScratchFs", "SharedCapability", "SharedFsPlan",
     "StorageEngine", "StorageFabricPlan", "StoragePlan", "SwitchTier", "TargetPanel", "TargetPlan", "TierPlan", "Tool",
     "Traced", "TrafficClassSlot", "WiredFabric", "WiringPlan", "dump_blueprint", "load_blueprint", "traced",

@@ -56,6 +56,14 @@ class PfcWatchdogPlan(Frozen):
     source: str
 
 
+class LosslessBuffersPlan(Frozen):
+    """How a SONiC switch sizes the lossless class's buffers: the dynamic model computes each port's headroom from
+    its speed, its cable length and the MTU, where the lossless priority groups are configured with no profile."""
+
+    model: Literal["dynamic"] = Field(description="SONiC's DEVICE_METADATA buffer_model")
+    source: str
+
+
 class QosPlan(Frozen):
     """One QoS plan every layer applies: NIC trust/PFC/ECN, NCCL's TC, NVMe-oF's ToS, RDMA-CM, the switch.
 
@@ -79,6 +87,7 @@ class QosPlan(Frozen):
     ets: EtsPlan | None = Field(default=None, description="ETS on the NICs; None leaves the NIC's own ETS alone")
     ecn_thresholds: EcnThresholds = Field(description="Switch ECN marking thresholds on the RoCE queue")
     pfc_watchdog: PfcWatchdogPlan = Field(description="Switch PFC watchdog on the PFC priority")
+    lossless_buffers: LosslessBuffersPlan = Field(description="SONiC: how the PFC priorities' buffers are sized")
 
     @model_validator(mode="after")
     def _one_marking(self) -> QosPlan:

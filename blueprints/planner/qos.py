@@ -8,12 +8,22 @@ Switch side (field-numbers 10.3): CNPs (priority 6) get strict priority, not an 
 RoCE defaults: "Traffic class 6 (CNP) - Strict"); ECN marks the RoCE queue between NVIDIA's published
 absolute thresholds, 150 KB and 1500 KB (Onyx "roce" defaults; Cumulus "150000 bytes" / "1500000 bytes").
 The PFC watchdog uses SONiC's own defaults (sonic-net/sonic-utilities pfcwd/main.py: detection 200 ms,
-restoration 200 ms, polling 200 ms, action drop).
+restoration 200 ms, polling 200 ms, action drop). SONiC switches size the lossless class's buffers with the dynamic
+buffer model (SONiC's default since 202012), from each port's speed and cable length (the wiring plan's).
 """
 
 from __future__ import annotations
 
-from blueprints.blueprint import ECT0, DcqcnPlan, EcnThresholds, FabricPlan, PfcWatchdogPlan, QosPlan, traced
+from blueprints.blueprint import (
+    ECT0,
+    DcqcnPlan,
+    EcnThresholds,
+    FabricPlan,
+    LosslessBuffersPlan,
+    PfcWatchdogPlan,
+    QosPlan,
+    traced,
+)
 from blueprints.planner.context import PlanContext
 
 ROCE_PRIORITY = 3
@@ -29,6 +39,14 @@ PFC_WATCHDOG = PfcWatchdogPlan(
     detection_ms=200, restoration_ms=200, poll_ms=200, action="drop",
     source="SONiC pfcwd defaults DEFAULT_DETECTION_TIME/RESTORATION_TIME/POLL_INTERVAL 200, DEFAULT_ACTION "
            "'drop' (sonic-net/sonic-utilities pfcwd/main.py)")
+
+LOSSLESS_BUFFERS = LosslessBuffersPlan(
+    model="dynamic",
+    source="SONiC HLD 'Dynamically Headroom Calculation' (sonic-net/SONiC "
+           "doc/qos/dynamically-headroom-calculation.md): DEVICE_METADATA|localhost buffer_model dynamic; a "
+           "lossless PG with profile NULL gets its headroom computed from the port's speed, cable length "
+           "(CABLE_LENGTH) and MTU; a PG other than 3-4 needs the port's tc_to_pg_map; the default model since "
+           "SONiC 202012 (NVIDIA SONiC 202012 'QoS and Buffers')")
 
 
 def traffic_class(dscp: int) -> int:
@@ -67,4 +85,5 @@ def plan_qos(ctx: PlanContext, fabric: FabricPlan) -> QosPlan:
         dcqcn=dcqcn,
         ecn_thresholds=ECN,
         pfc_watchdog=PFC_WATCHDOG,
+        lossless_buffers=LOSSLESS_BUFFERS,
     )

@@ -4,7 +4,7 @@ Switches are outside Ansible's reach here, so the policy the NICs, NCCL and NVMe
 handed over as a readable file: trust, the DSCP -> priority map, PFC per priority, ECN marking and the
 CNP class in strict priority, ECN marking thresholds and the PFC watchdog, each with where it came from
 (``qos.ecn_thresholds.source``, ``qos.pfc_watchdog.source``). The same plan as applyable NVUE and SONiC
-configuration: ``switch_vendor``.
+configuration: ``switch_vendor`` and ``switch_sonic``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import jinja2
 
 from blueprints.blueprint import Blueprint
-from blueprints.render.switch_vendor import sonic_models
+from blueprints.render.switch_sonic import pg_ranges, sonic_tiers
 from blueprints.textsafe import md_code
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "switch_qos"
@@ -41,7 +41,7 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
     ]
     text = _env().get_template("qos-policy.md.j2").render(
         bp=bp, q=q, priorities=priorities, nvmeof_tos=nvmeof_tos, nccl_tc=nccl_tc,
-        spec_file=md_code(bp.spec_file), sonic_models=list(sonic_models(bp)))
+        spec_file=md_code(bp.spec_file), sonic_tiers=sonic_tiers(bp), pg_ranges=pg_ranges(q.pfc_priorities))
     path = folder / "switch" / "qos-policy.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -1,30 +1,25 @@
-"""Renderers: applyable switch QoS for NVIDIA Cumulus Linux (NVUE) and SONiC (config_db.json fragment).
+"""Renderers: applyable switch QoS for NVIDIA Cumulus Linux (NVUE) and SONiC (config_db.json fragments, their tables
+in blueprints.render.switch_sonic).
 
 Both carry the Blueprint's QoS plan and nothing else: DSCP -> switch priority -> traffic class, PFC on
 the RoCE priority only, the CNP class in strict priority, ECN on the RoCE queue between
 ``qos.ecn_thresholds`` and the PFC watchdog. Commands and keys follow the vendors' documents, kept as
 excerpts with their sources under tests/fixtures/switch/ (NVUE: CumulusNetworks/docs cumulus-linux-514
 Quality-of-Service pages; SONiC: sonic-buildimage qos sample output, sonic-swss swss-schema.md,
-sonic-utilities pfcwd/main.py). Where the wiring plan cables SONiC switches, their fragment
-(``sonic-<model>-config_db.json``) names every port of the model as SONiC does (blueprints.wiring.all_ports)
-and holds the PORT table those names refer to, as the platform's port_config.ini gives it (name, lanes, alias,
-index, speed; tests/fixtures/switch), so SONiC's YANG models can check every reference (tests/sonic_yang.py);
-elsewhere the RoCE-facing ports are a parameter: ``PORTS`` in the NVUE script, the ``<ROCE_PORT>`` key in the SONiC
-fragment (one copy per port).
+sonic-utilities pfcwd/main.py). Where the wiring plan cables SONiC switches, each tier of them gets its fragment
+(``sonic-<tier>-config_db.json``, e.g. ``sonic-cleaf-config_db.json`` for every compute leaf): every port named as
+SONiC names it, the PORT table they refer to, and the lossless class's buffers with each cabled port's planned cable
+length; elsewhere the RoCE-facing ports are a parameter: ``PORTS`` in the NVUE script, the ``<ROCE_PORT>`` key in
+the SONiC fragment (one copy per port).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from blueprints.blueprint import Blueprint, QosPlan, SwitchTier
-from blueprints.wiring import all_ports, sonic_lanes
-
-MAP = "CLUSTERSMITH"
-SONIC_PORT = "<ROCE_PORT>"
+from blueprints.blueprint import Blueprint, QosPlan
+from blueprints.render.switch_sonic import sonic_config, sonic_tiers
 
 
 def nvue_commands(q: QosPlan) -> list[str]:
@@ -47,57 +42,6 @@ def nvue_commands(q: QosPlan) -> list[str]:
     return [*lines, "nv config apply"]
 
 
-def sonic_ports(tier: SwitchTier) -> dict[str, dict[str, str]]:
-    """The PORT table of a SONiC switch at the plan's port speed, row by row as its port_config.ini has them: Ethernet0
-    of an SN5600 in 2 x 400G is lanes 0,1,2,3, alias etp1a, index 1 (the cage), speed 400000 (Mb/s)."""
-    mbps = str(round(tier.port_speed.gbit * 1000))
-    table = {}
-    for i, port in enumerate(all_ports(tier.ports)):
-        lanes = sonic_lanes(tier.ports, i)
-        table[port.name] = {"alias": port.label, "index": str(lanes.start // tier.ports.lanes_per_cage + 1),
-                            "lanes": ",".join(map(str, lanes)), "speed": mbps}
-    return table
-
-
-def sonic_config(q: QosPlan, tier: SwitchTier | None = None) -> dict[str, Any]:
-    """The QoS tables with one entry per port of the switch ``tier`` (its PORT table first), or per the
-    ``<ROCE_PORT>`` placeholder where the wiring plan names no SONiC switch."""
-    ports: Sequence[str] = [p.name for p in all_ports(tier.ports)] if tier is not None else (SONIC_PORT,)
-    roce, wd, ecn = q.roce_priority.value, q.pfc_watchdog, q.ecn_thresholds
-    pfc = ",".join(map(str, q.pfc_priorities))
-    port: dict[str, str] = {"dscp_to_tc_map": MAP, "tc_to_queue_map": MAP}
-    if pfc:
-        port |= {"pfc_enable": pfc, "pfcwd_sw_enable": pfc}
-    queue: dict[str, dict[str, str]] = {}
-    for name in ports:
-        queue[f"{name}|{roce}"] = {"wred_profile": "CLUSTERSMITH_LOSSLESS"}
-        queue |= {f"{name}|{p}": {"scheduler": f"scheduler.strict{p}"} for p in q.strict_priorities if p != roce}
-    tables: dict[str, Any] = {"PORT": sonic_ports(tier)} if tier is not None else {}
-    tables |= {
-        "DSCP_TO_TC_MAP": {MAP: {str(d): str(p) for d, p in sorted(q.switch_dscp_to_priority.items())}},
-        "TC_TO_QUEUE_MAP": {MAP: {str(tc): str(tc) for tc in range(8)}},
-        "SCHEDULER": {f"scheduler.strict{p}": {"type": "STRICT"} for p in q.strict_priorities},
-        "WRED_PROFILE": {"CLUSTERSMITH_LOSSLESS": {
-            "wred_green_enable": "true", "ecn": "ecn_all",
-            "green_min_threshold": str(ecn.min_bytes), "green_max_threshold": str(ecn.max_bytes)}},
-        "PORT_QOS_MAP": {"global": {"dscp_to_tc_map": MAP}} | {name: dict(port) for name in ports},
-        "QUEUE": queue,
-    }
-    if pfc:
-        watchdog = {"action": wd.action, "detection_time": str(wd.detection_ms),
-                    "restoration_time": str(wd.restoration_ms)}
-        tables["PFC_WD"] = {"GLOBAL": {"POLL_INTERVAL": str(wd.poll_ms)}} | {name: dict(watchdog) for name in ports}
-    return tables
-
-
-def sonic_models(bp: Blueprint) -> dict[str, SwitchTier]:
-    """A tier of each SONiC switch model the wiring plan cables (every port of a RoCE fabric's switch carries the
-    lossless class: down-ports and uplinks alike)."""
-    if bp.wiring is None:
-        return {}
-    return {t.model: t for t in bp.wiring.switches if t.ports.os == "sonic"}
-
-
 def render(bp: Blueprint, folder: Path) -> list[Path]:
     """Nothing where the provider owns the fabric's QoS (qos.applies false): there is no switch to configure."""
     if not bp.qos.applies:
@@ -112,12 +56,12 @@ def render(bp: Blueprint, folder: Path) -> list[Path]:
     nvue = out / "cumulus-nvue.sh"
     nvue.write_text("\n".join(head + nvue_commands(q)) + "\n", encoding="utf-8")
     written = [nvue]
-    models = sonic_models(bp)
-    for model, tier in models.items():
-        sonic = out / f"sonic-{model}-config_db.json"
-        sonic.write_text(json.dumps(sonic_config(q, tier), indent=4) + "\n", encoding="utf-8")
+    tiers = sonic_tiers(bp)
+    for name, tier in tiers.items():
+        sonic = out / f"sonic-{name}-config_db.json"
+        sonic.write_text(json.dumps(sonic_config(q, tier, bp), indent=4) + "\n", encoding="utf-8")
         written.append(sonic)
-    if not models:
+    if not tiers:
         sonic = out / "sonic-config_db.json"
         sonic.write_text(json.dumps(sonic_config(q), indent=4) + "\n", encoding="utf-8")
         written.append(sonic)

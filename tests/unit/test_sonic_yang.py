@@ -16,7 +16,7 @@ from blueprints.blueprint import SwitchTier
 from blueprints.catalog import load_catalog
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
-from blueprints.render import switch_vendor
+from blueprints.render import switch_sonic, switch_vendor
 from tests import sonic_yang as lint
 from tests.conftest import REPO, require_tool
 
@@ -43,7 +43,7 @@ def test_the_port_table_is_the_platforms_port_config(model: str, fixture: str, s
     rows = [line.split() for line in (SWITCH / fixture).read_text().splitlines()
             if line.strip() and not line.startswith("#")]
     recorded = {r[0]: {"alias": r[2], "index": r[3], "lanes": r[1], "speed": r[4]} for r in rows if r[4] == speed}
-    assert switch_vendor.sonic_ports(_tier(model)) == recorded
+    assert switch_sonic.sonic_ports(_tier(model)) == recorded
 
 
 @pytest.mark.parametrize("example", ["cv-training-500tb.yaml", "lab.yaml"])
@@ -56,7 +56,11 @@ def test_every_fragment_the_build_writes_holds_under_sonics_models(example: str,
     data = lint.instance(lint.filled_in(json.loads(files[0].read_text())))
     # every table the fragment holds reached libyang, under the module that defines it
     assert {"sonic-port:sonic-port", "sonic-queue:sonic-queue", "sonic-pfcwd:sonic-pfcwd",
-            "sonic-port-qos-map:sonic-port-qos-map", "sonic-wred-profile:sonic-wred-profile"} <= set(data)
+            "sonic-port-qos-map:sonic-port-qos-map", "sonic-wred-profile:sonic-wred-profile",
+            "sonic-buffer-pg:sonic-buffer-pg", "sonic-device_metadata:sonic-device_metadata",
+            "sonic-tc-priority-group-map:sonic-tc-priority-group-map"} <= set(data)
+    if example != "lab.yaml":  # the placeholder fragment has no cabled port
+        assert "sonic-cable-length:sonic-cable-length" in data
 
 
 def _set(table: str, key: str, **fields: str) -> Callable[[Config], None]:
@@ -74,8 +78,14 @@ def _set(table: str, key: str, **fields: str) -> Callable[[Config], None]:
      "Invalid DSCP"),
     (_set("QUEUE", "Ethernet0|6", scheduler="nope"),
      'Invalid leafref value "nope"'),
+    (_set("CABLE_LENGTH", "AZURE", Ethernet0="5 m"),
+     "Invalid cable length"),
+    (_set("BUFFER_PG", "Ethernet0|8", profile="NULL"),
+     "Invalid Buffer PG number"),
+    (_set("PORT_QOS_MAP", "Ethernet0", tc_to_pg_map="NOPE"),
+     'Invalid leafref value "NOPE"'),
     (lambda c: c.pop("PORT"),  # every reference to a port needs its PORT row
-     'Invalid union value "Ethernet'),
+     'value "Ethernet'),  # a leafref or a union of one, whichever libyang reaches first
 ])
 def test_what_sonic_would_refuse_is_refused_naming_where(edit: Callable[[Config], None], said: str,
                                                          tmp_path: Path) -> None:
@@ -98,6 +108,6 @@ def test_a_table_no_model_defines_is_an_error_not_skipped() -> None:
 
 
 def test_the_placeholder_is_filled_in_as_a_user_would() -> None:
-    filled = lint.filled_in({"QUEUE": {f"{switch_vendor.SONIC_PORT}|3": {"wred_profile": "W"}}})
+    filled = lint.filled_in({"QUEUE": {f"{switch_sonic.SONIC_PORT}|3": {"wred_profile": "W"}}})
     assert filled == {"PORT": {"Ethernet0": {"lanes": "0,1,2,3", "speed": "100000"}},
                       "QUEUE": {"Ethernet0|3": {"wred_profile": "W"}}}

@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 from blueprints.render import build
-from blueprints.render.switch_vendor import SONIC_PORT, nvue_commands, sonic_config
+from blueprints.render.switch_sonic import SONIC_PORT, sonic_config
+from blueprints.render.switch_vendor import nvue_commands
 from tests.unit.blueprints.planner.test_rules import planned, spec
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures" / "switch"
@@ -95,7 +96,7 @@ def test_sonic_fragment_names_every_port_of_the_wired_switch_as_sonic_does(tmp_p
     SONiC's own name (the SN5600's 2x400G port_config.ini, tests/fixtures/switch), never a placeholder."""
     bp = planned(spec())
     folder, _ = build(bp, tmp_path)
-    fragment = json.loads((folder / "switch" / "sonic-SN5600-400G-config_db.json").read_text())
+    fragment = json.loads((folder / "switch" / "sonic-cleaf-config_db.json").read_text())
     recorded = [line.split()[0] for line in (FIX / "sonic-SN5600-O128.port_config.ini").read_text().splitlines()
                 if line.startswith("Ethernet") and line.split()[4] == "400000"]
     assert len(recorded) == 128
@@ -104,4 +105,5 @@ def test_sonic_fragment_names_every_port_of_the_wired_switch_as_sonic_does(tmp_p
     assert {k.split("|")[0] for k in fragment["QUEUE"]} == set(recorded)
     assert SONIC_PORT not in json.dumps(fragment)
     assert not (folder / "switch" / "sonic-config_db.json").exists()
-    assert "sonic-SN5600-400G-config_db.json" in (folder / "switch" / "qos-policy.md").read_text()
+    assert "`sonic-cleaf-config_db.json`: every cleaf-* (SN5600-400G, compute leaf)" in (
+        folder / "switch" / "qos-policy.md").read_text()
