@@ -179,7 +179,7 @@ def judge_preflight(check: Check, counted: Mapping[str, GpuCount]) -> Measuremen
                            note=f"planned {planned}" + (f"; {c.error}" if c.error else "")) for h, c in short.items())
     violations = tuple(f"{h}: {c.gpus} of {planned} GPUs" + (f" ({c.error})" if c.error else "")
                        for h, c in short.items())
-    return Measurement(value=0.0, details=details, violations=violations,
+    return Measurement(value=0.0, details=details, failures=violations,
                        notes=(f"busbw not measured: {len(short)} of {len(counted)} node(s) short of their planned "
                               f"GPUs, so the collective was not run",))
 
@@ -209,20 +209,22 @@ def debug_missing(debug: NcclDebug | None, check: Check, name: str) -> str | Non
             + ": rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (NCCL prints both at INIT)")
 
 
-def debug_violations(debug: NcclDebug | None, check: Check, name: str) -> list[str]:
+def debug_violations(debug: NcclDebug | None, check: Check, name: str) -> tuple[list[str], list[str]]:
     """The transport NCCL used between nodes and the communicator's size, against the plan, from NCCL's INFO lines
-    (what they do not show, ``debug_missing`` says)."""
+    (what they do not show, ``debug_missing`` says): (failures: NCCL off the planned transport, e.g. on sockets; a
+    run short of the plan: a communicator or node count other than planned)."""
     args = args_as(check.args, NcclArgs)
     want = args.transport
     if want is None or debug is None:  # a Blueprint from before the plan named it; no INFO lines
-        return []
-    found = []
+        return [], []
+    failed = []
     if debug.socket_fallback:
-        found.append(f"{name}: NCCL fell back to NET/Socket (TCP) between nodes; expected {TRANSPORT_NAMES[want]}")
+        failed.append(f"{name}: NCCL fell back to NET/Socket (TCP) between nodes; expected {TRANSPORT_NAMES[want]}")
     elif debug.transport not in (want, "unknown"):
         got = TRANSPORT_NAMES.get(debug.transport, debug.transport)
-        found.append(f"{name}: NCCL used {got} (networks {', '.join(debug.networks) or 'not printed'}); expected "
-                     f"{TRANSPORT_NAMES[want]}")
+        failed.append(f"{name}: NCCL used {got} (networks {', '.join(debug.networks) or 'not printed'}); expected "
+                      f"{TRANSPORT_NAMES[want]}")
+    found = []
     nodes, per_node = args.nodes, args.gpus_per_node
     ranks = nodes * per_node
     if debug.nranks is not None and debug.nranks != ranks:
@@ -231,7 +233,7 @@ def debug_violations(debug: NcclDebug | None, check: Check, name: str) -> list[s
     seen = debug.nnodes if debug.nnodes is not None else len(debug.hosts) or None
     if seen is not None and seen != nodes:
         found.append(f"{name}: NCCL ran on {seen} node(s); planned {nodes}")
-    return found
+    return failed, found
 
 
 # -- pairwise sweep --------------------------------------------------------------------------------------------

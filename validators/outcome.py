@@ -101,8 +101,13 @@ class Measurement(Frozen):
     notes: tuple[str, ...] = Field(default=(), description="Findings worth reading, e.g. a degraded path")
     not_applicable: str | None = None
     setup_error: str | None = None
-    violations: tuple[str, ...] = Field(default=(), description="Misses the value alone does not show (a wrong "
-                                        "iopolicy, a disagreeing QoS layer); any makes the check miss")
+    failures: tuple[str, ...] = Field(default=(), description="What the results show failed on the cluster (a "
+                                      "path down, NCCL on sockets, a GPU missing, a disagreeing QoS layer): any "
+                                      "fails the check, even where the rest could not be read or falls short of "
+                                      "the plan (named beside it)")
+    violations: tuple[str, ...] = Field(default=(), description="Other misses the value alone does not show (a run "
+                                        "short of the plan's size, evidence not reported): any makes a check that "
+                                        "covers the plan miss")
     failed_runs: tuple[str, ...] = Field(default=(), description="Runs the tool itself reported as failed, in its "
                                          "own words (fio error, nccl-tests #wrong); any makes the check fail")
     coverage: tuple[Coverage, ...] = Field(default=(), description="What of the plan the result covers")
@@ -144,20 +149,30 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
     expected = f"{check.op} {_fmt(check.threshold)} {check.unit}"
     gaps = [p for c in m.coverage if (p := c.problem()) is not None]
     value = m.value
+    shows = (*m.failures, *m.violations)  # every miss the results show, failures first
     if m.failed_runs:  # the tool said the run failed: never a pass, and not a setup error either
         status: Status = "fail"
         message = "the run failed: " + "; ".join(m.failed_runs)
         if gaps:
             message += "; and the result is incomplete: " + "; ".join(gaps)
-    elif m.setup_error is not None and m.violations and not gaps and check.severity != "info":
-        # what could be read covers the plan and shows a failure: never hidden behind what could not be read (a
-        # result short of the plan stays a setup error, the failures it shows named in its message)
+    elif m.failures and check.severity != "info" and (m.setup_error is not None or gaps):
+        # the cluster failed where it could be read: never hidden behind what could not be read or was not run,
+        # which stands beside it
         status = "fail" if check.severity == "error" else "warn"
-        message = "; ".join(m.violations) + f"; and could not measure the rest: {m.setup_error}"
+        message = "; ".join(shows)
+        if m.setup_error is not None:
+            message += f"; and could not measure the rest: {m.setup_error}"
+        if gaps:
+            message += "; and the result does not cover the plan: " + "; ".join(gaps)
+    elif m.setup_error is not None and m.violations and not gaps and check.severity != "info":
+        # what could be read covers the plan and shows a miss: never hidden behind what could not be read (a
+        # result short of the plan stays a setup error, the misses it shows named in its message)
+        status = "fail" if check.severity == "error" else "warn"
+        message = "; ".join(shows) + f"; and could not measure the rest: {m.setup_error}"
     elif m.setup_error is not None:
         status = "setup_error"
         message = f"could not measure: {m.setup_error}" + (
-            "; what could be read shows: " + "; ".join(m.violations) if m.violations else "")
+            "; what could be read shows: " + "; ".join(shows) if shows else "")
         if gaps and any(c.seen for c in m.coverage):  # what there was did not cover the plan either
             message += "; and the result does not cover the plan: " + "; ".join(gaps)
     elif m.not_applicable is not None:
@@ -166,17 +181,18 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
         status = "setup_error"
         shown = "" if value is None or not math.isfinite(value) else f" (measured {_fmt(value)} {check.unit} " \
                                                                       "over what is there)"
-        message = "the result does not cover the plan: " + "; ".join(gaps) + shown
+        message = "the result does not cover the plan: " + "; ".join(gaps) + shown + (
+            "; what could be read shows: " + "; ".join(shows) if shows else "")
     elif value is None:
         status, message = "setup_error", "could not measure: the results hold no value for this check"
     elif not math.isfinite(value):
         status, message = "setup_error", f"could not measure: the measure came out {value} (not a finite number)"
         value = None
     else:
-        met = OPS[check.op](value, check.threshold) and not m.violations
+        met = OPS[check.op](value, check.threshold) and not shows
         shown = f"measured {_fmt(value)} {check.unit}, expected {expected}"
-        if m.violations:
-            shown += "; " + "; ".join(m.violations)
+        if shows:
+            shown += "; " + "; ".join(shows)
         if check.severity == "info":
             status, message = "info", f"{shown} (informational: {'meets' if met else 'below'} the planned figure)"
         elif met:

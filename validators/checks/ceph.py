@@ -130,9 +130,9 @@ def ceph_health(check: Check, results: Results, planned: Planned) -> Measurement
         details.append(Detail(where="pools", value=0.0 if pool_violations else 1.0, unit="bool",
                               note=f"{len(ceph.pools)} planned, {len(pools)} in the cluster"))
     # what the files that could be read show is reported whatever the others: a failure they show fails the check,
-    # and the unread ones stand beside it as a setup error (judge: violations are never hidden by one)
+    # and the unread ones stand beside it as a setup error (judge: failures are never hidden by one)
     return Measurement(value=None if unread else (0.0 if violations else 1.0), details=tuple(details),
-                       notes=tuple(notes), violations=tuple(violations),
+                       notes=tuple(notes), failures=tuple(violations),
                        setup_error="; ".join(unread) if unread else None,
                        coverage=(cluster_coverage(check, 0 if status is None else 1),))
 

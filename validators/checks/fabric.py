@@ -43,7 +43,10 @@ def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measuremen
         return missing("nvme list-subsys output", "nvme/<host>.json").model_copy(
             update={"coverage": (cover("hosts", [], hosts_planned),)})
     want = args_as(check.args, NvmeArgs).iopolicy
-    details, notes, violations = [], [], []
+    details: list[Detail] = []
+    notes: list[str] = []
+    failures: list[str] = []  # the host's storage path failed or drifted from the plan
+    violations: list[str] = []  # the listing does not match the plan's view of the host, or leaves a fact out
     seen_subsystems: list[str] = []
     live_paths = 0
     for path in listings:
@@ -60,7 +63,7 @@ def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measuremen
             violations.append(f"{host}: connects as host NQN {listing.host_nqn or '(not reported)'}, planned "
                               f"{want_nqn}")
         if not subsystems:
-            violations.append(f"{host}: no NVMe-oF subsystem connected")
+            failures.append(f"{host}: no NVMe-oF subsystem connected")
             details.append(Detail(where=host, value=0.0, unit="paths", note="no fabrics subsystem"))
         for sub in subsystems:
             seen_subsystems.append(f"{host} {sub.nqn}")
@@ -69,8 +72,8 @@ def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measuremen
             if sub.nqn in planned.subsystems.get(host, ()):
                 live_paths += min(len(rails), planned.paths_per_subsystem)
                 if len(rails) < planned.paths_per_subsystem:
-                    violations.append(f"{host} {sub.name}: {len(rails)} of {planned.paths_per_subsystem} planned "
-                                      "paths live")
+                    failures.append(f"{host} {sub.name}: {len(rails)} of {planned.paths_per_subsystem} planned "
+                                    "paths live")
             policy = sub.iopolicy or policies.get(sub.name)
             details.append(Detail(where=f"{host} {sub.name}", value=float(len(rails)), unit="paths",
                                   note=f"{sub.nqn}; iopolicy {policy or 'unknown'}"))
@@ -79,7 +82,7 @@ def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measuremen
                     notes.append(f"degraded: {host} {sub.name} path {p.name} ({p.address.get('traddr', '?')}) is "
                                  f"{p.state}")
             if want and policy is not None and policy != want:
-                violations.append(f"{host} {sub.name}: iopolicy {policy}, planned {want}")
+                failures.append(f"{host} {sub.name}: iopolicy {policy}, planned {want}")
             if want and policy is None:
                 violations.append(f"{host} {sub.name}: iopolicy not reported (expected {want})")
     value = min((d.value or 0.0) for d in details)
@@ -88,8 +91,8 @@ def nvmeof_paths(check: Check, results: Results, planned: Planned) -> Measuremen
                 cover("subsystems", seen_subsystems, planned_subsystems),
                 count("paths", live_paths, len(planned_subsystems) * planned.paths_per_subsystem).model_copy(
                     update={"gate": False}))
-    return Measurement(value=value, details=tuple(details), notes=tuple(notes), violations=tuple(violations),
-                       coverage=coverage)
+    return Measurement(value=value, details=tuple(details), notes=tuple(notes), failures=tuple(failures),
+                       violations=tuple(violations), coverage=coverage)
 
 
 @rule("qos.consistency",
@@ -125,4 +128,4 @@ def qos_consistency(check: Check, results: Results, planned: Planned) -> Measure
         if not layers:
             violations.append(f"{host}: no layer states a QoS marking (no NCCL_IB_TC, no --tos, no rdma_cm ToS)")
     return Measurement(value=min(d.value or 0.0 for d in details), details=tuple(details),
-                       violations=tuple(violations), coverage=(cover("hosts", hosts, planned.gpu_nodes),))
+                       failures=tuple(violations), coverage=(cover("hosts", hosts, planned.gpu_nodes),))

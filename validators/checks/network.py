@@ -194,11 +194,14 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
     failures: list[str] = []
     incomplete: list[str] = []
     coverage: list[Coverage] = []
-    violations: list[str] = []
+    off_plan: list[str] = []  # NCCL off the planned transport: a failure of the cluster
+    violations: list[str] = []  # a run short of the plan
     unconfirmed: list[str] = []
     for path in files:
         debug = _debug(path)
-        violations += debug_violations(debug, check, path.name)
+        off, short = debug_violations(debug, check, path.name)
+        off_plan += off
+        violations += short
         unconfirmed += [m] if (m := debug_missing(debug, check, path.name)) is not None else []
         if debug is not None:
             notes.append(debug_note(path.name, debug, args.algorithm_expectation))
@@ -227,7 +230,9 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
                              f"sweep and is not the measure")
     for path in results.files("nccl", "collectives", pattern="*.txt"):  # the plan's other collectives, one per file
         debug = _debug(path)
-        violations += debug_violations(debug, check, f"collectives/{path.name}")
+        off, short = debug_violations(debug, check, f"collectives/{path.name}")
+        off_plan += off
+        violations += short
         unconfirmed += [m] if (m := debug_missing(debug, check, f"collectives/{path.name}")) is not None else []
         for run in parse_nccl_file(path).runs:
             where = f"collectives/{path.name}" + (f" {run.name}" if run.test or run.first_line > 1 else "")
@@ -243,11 +248,11 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
         if check.unit == "GB/s" else ()
     judged = Measurement(value=min((d.value or 0.0 for d in details), default=None), details=tuple(details),
                          series=tuple(series), references=lines, notes=tuple(notes), failed_runs=tuple(failures),
-                         violations=tuple(violations),
+                         failures=tuple(off_plan), violations=tuple(violations),
                          coverage=_worst(coverage, planned))
     if incomplete:
         return judged.model_copy(update={"setup_error": "; ".join(incomplete + unconfirmed)})
-    if unconfirmed and not violations:  # a failure NCCL's lines did show is reported; the rest awaits the evidence
+    if unconfirmed and not (off_plan or violations):  # what NCCL's lines show is reported; the rest awaits evidence
         return judged.model_copy(update={"setup_error": "; ".join(unconfirmed)})
     if unconfirmed:
         judged = judged.model_copy(update={"notes": (*judged.notes, *unconfirmed)})

@@ -65,7 +65,7 @@ def recorded_pools() -> list[dict[str, object]]:
 
 def test_the_healthy_recording_is_the_lab_plan(lab: Blueprint, tmp_path: Path) -> None:
     got = judged(lab, results(tmp_path))
-    assert got.violations == () and got.value == 1.0, got.violations
+    assert got.failures == () and got.value == 1.0, got.failures
     cov = got.coverage[0]
     assert (cov.what, cov.seen, cov.planned) == ("clusters (read on monitor storage-1)", 1, 1)
     assert "Ceph's own pool(s): device_health_metrics" in got.notes
@@ -74,12 +74,12 @@ def test_the_healthy_recording_is_the_lab_plan(lab: Blueprint, tmp_path: Path) -
 
 def test_an_osd_down_fails_in_cephs_words(lab: Blueprint, tmp_path: Path) -> None:
     got = judged(lab, results(tmp_path, "osd-down"))
-    text = " | ".join(got.violations)
+    text = " | ".join(got.failures)
     assert got.value == 0.0
     assert "health HEALTH_WARN: OSD_DOWN: 1 osds down; PG_DEGRADED: Degraded data redundancy" in text
     assert "PGs not active+clean:" in text and "active+undersized+degraded" in text
     assert "OSDs: 4 exist, 3 up, 4 in; planned 4, all up and in" in text
-    assert "osd.3 on storage-1 is down" in got.violations  # the bad node, named from ceph osd tree
+    assert "osd.3 on storage-1 is down" in got.failures  # the bad node, named from ceph osd tree
     assert got.coverage[0].seen == got.coverage[0].planned == 1  # the cluster was read: a down OSD is a miss
 
 
@@ -91,7 +91,7 @@ def failed_with(lab: Blueprint, tmp_path: Path, tree: dict[str, Any]) -> set[str
     """The violations of the healthy recording with ``tree`` as its OSD tree, which must fail."""
     got = judged(lab, results(tmp_path, tree=tree))
     assert got.value == 0.0
-    return set(got.violations)
+    return set(got.failures)
 
 
 def test_an_osd_out_and_one_of_an_unplanned_class_are_named_with_their_host(lab: Blueprint, tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_a_muted_check_is_never_a_pass(lab: Blueprint, tmp_path: Path) -> None:
     status = json.loads((CEPH / "healthy" / "status.json").read_text())
     status["health"]["mutes"] = [{"code": "OSD_DOWN", "sticky": False, "summary": "1 osds down", "count": 1}]
     got = judged(lab, results(tmp_path, status=status))
-    assert got.value == 0.0 and "muted health check(s): OSD_DOWN" in " ".join(got.violations)
+    assert got.value == 0.0 and "muted health check(s): OSD_DOWN" in " ".join(got.failures)
 
 
 @pytest.mark.parametrize(("edit", "expected"), [
@@ -131,14 +131,14 @@ def test_a_pool_set_otherwise_than_planned_fails(lab: Blueprint, tmp_path: Path,
                                                  expected: str) -> None:
     pools = [p | edit if p["pool_name"] == "cephfs_hot" else p for p in recorded_pools()]
     got = judged(lab, results(tmp_path, pools=pools))
-    assert got.value == 0.0 and expected in got.violations, got.violations
+    assert got.value == 0.0 and expected in got.failures, got.failures
 
 
 def test_a_missing_pool_fails_and_an_unplanned_one_is_named(lab: Blueprint, tmp_path: Path) -> None:
     pools = [p for p in recorded_pools() if p["pool_name"] != "cephfs_hot"]
     pools.append({**recorded_pools()[1], "pool_name": "scratch"})
     got = judged(lab, results(tmp_path, pools=pools))
-    assert "pool cephfs_hot is planned and does not exist" in got.violations
+    assert "pool cephfs_hot is planned and does not exist" in got.failures
     assert "pool(s) the plan does not name: scratch" in got.notes
 
 
@@ -162,7 +162,7 @@ def test_a_failure_the_status_shows_is_not_hidden_by_a_missing_sibling(lab: Blue
     found = results(tmp_path, "osd-down")
     (tmp_path / "ceph" / "osd-pool-ls-detail.json").unlink()
     got = judged(lab, found)
-    assert "osd.3 on storage-1 is down" in got.violations
+    assert "osd.3 on storage-1 is down" in got.failures
     assert got.setup_error == "no ceph osd pool ls detail output in the results (ceph/osd-pool-ls-detail.json)"
     verdict = judge(planned_check(lab), got)
     assert verdict.status == "fail" and exit_code([verdict]) == 1, verdict.message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from blueprints.planner import plan
 from validators.errors import ParseError
 from validators.evaluate import evaluate
 from validators.monitoring import parse_targets, parse_vector
-from validators.outcome import CheckResult
+from validators.outcome import CheckResult, exit_code
 from validators.qos import host_layers, parse_env_file
 from validators.results import Results
 
@@ -210,3 +211,16 @@ def test_a_gpu_node_without_a_hit_ratio_is_missing_even_in_hand_made_results(tmp
     (tmp_path / "prometheus" / "cache_hit_ratio.json").write_text(json.dumps(answer))
     got = judged(prod, tmp_path, "cache.hit_ratio")
     assert got.status == "setup_error" and "missing: client-2; not in the Blueprint: client-9" in got.message
+
+
+def test_a_disagreeing_layer_fails_even_where_another_node_is_missing(bp: Blueprint, tmp_path: Path) -> None:
+    """Issue 37 item 4: client-1's RDMA CM marks the CNP class; client-2's folder is missing. The disagreement is a
+    failure of the cluster (exit 1); the missing node stands beside it, named."""
+    wrong = {path: str(bp.qos.cnp_dscp.value << 2) for path in recorded_roce_tos()}
+    qos_results(tmp_path, "client-1", wrong, nccl_conf(bp), recorded_roce_tos())
+    shutil.rmtree(tmp_path / "qos" / "client-2")
+    got = evaluate(bp, Results(tmp_path), ["qos.consistency"], strict=False)[0]
+    assert got.status == "fail", got.message
+    assert f"(DSCP {bp.qos.cnp_dscp.value})" in got.message
+    assert "and the result does not cover the plan: 1 of 2 hosts in the result; missing: client-2" in got.message
+    assert exit_code([got]) == 1

@@ -14,11 +14,12 @@ from blueprints.blueprint import Blueprint, Check
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from tests.unit.validators.gate_inputs import FIO, FIXTURES, REPO, fio_as, fio_results, two_node_blueprint
+from validators.coverage import count
 from validators.errors import ParseError
 from validators.evaluate import evaluate
 from validators.fio import parse_fio
 from validators.nccl import parse_nccl_file, parse_nccl_text
-from validators.outcome import CheckResult, Measurement, Series, judge
+from validators.outcome import CheckResult, Measurement, Series, exit_code, judge
 from validators.report import RunReport
 from validators.report.html import render_html
 from validators.results import Results
@@ -258,3 +259,22 @@ def test_tag_output_prefixes_anywhere_in_a_row(tmp_path: Path) -> None:
     path = tmp_path / "tagged.txt"
     path.write_text("\n".join(edited) + "\n")
     assert parse_nccl_file(path).runs[0].rows == parse_nccl_file(src).runs[0].rows
+
+
+@pytest.mark.parametrize(("measured", "status", "said"), [
+    # a failure of the cluster beside what could not be read, or beside a run short of the plan: a fail, both named
+    (Measurement(failures=("gpu-2: path down",), setup_error="gpu-3: no listing"), "fail",
+     "gpu-2: path down; and could not measure the rest: gpu-3: no listing"),
+    (Measurement(value=1.0, failures=("gpu-2: path down",), coverage=(count("nodes", 1, 2),)), "fail",
+     "gpu-2: path down; and the result does not cover the plan: 1 of 2 nodes"),
+    # a miss that is not the cluster's (a run short of the plan's size) beside a gap: the gap decides, the miss shown
+    (Measurement(value=1.0, violations=("ran on 1 node; planned 2",), coverage=(count("nodes", 1, 2),)),
+     "setup_error", "what could be read shows: ran on 1 node; planned 2"),
+])
+def test_a_failure_is_never_hidden_behind_what_could_not_be_read(measured: Measurement, status: str,
+                                                                 said: str) -> None:
+    """Issue 37 item 4, the rule every check shares (outcome.judge): failures stand, the rest beside them."""
+    production = plan(load_requirements(REPO / "examples" / "cv-training-500tb.yaml"))  # severity error, not info
+    got = judge(check(production, "nccl.allreduce_busbw"), measured)
+    assert got.status == status and said in got.message, got.message
+    assert exit_code([got]) == (1 if status == "fail" else 2)

@@ -154,8 +154,8 @@ def test_a_node_short_of_its_gpus_fails_naming_it_and_its_count() -> None:
                "gpu-3": GpuCount(gpus=0, error="nvidia-smi -L exited 9: No devices were found")}
     got = judge_preflight(check, counted)
     assert got is not None and got.value == 0.0
-    assert got.violations == ("gpu-2: 6 of 8 GPUs",
-                              "gpu-3: 0 of 8 GPUs (nvidia-smi -L exited 9: No devices were found)")
+    assert got.failures == ("gpu-2: 6 of 8 GPUs",
+                            "gpu-3: 0 of 8 GPUs (nvidia-smi -L exited 9: No devices were found)")
     assert [d.where for d in got.details] == ["gpu-2", "gpu-3"]
     assert judge_preflight(check, {"gpu-1": GpuCount(gpus=8)}) is None
 
@@ -189,29 +189,29 @@ def test_efa_log_with_its_planned_counts_shows_no_violation() -> None:
     debug = parse_nccl_debug_file(FIXTURES / "debug" / "eks-efa-2x1-t4-interleaved.txt")
     # edited: the llm plan's counts set to the recording's 2 nodes x 1 GPU
     check = with_args(nccl_check(blueprint("llm-training-16k")), nodes=2, gpus_per_node=1)
-    assert debug_violations(debug, check, "run.txt") == []
+    assert debug_violations(debug, check, "run.txt") == ([], [])
 
 
 def test_the_socket_fallback_is_never_a_pass() -> None:
     debug = parse_nccl_debug_file(FIXTURES / "debug" / "nccl-300-socket-lo-tag-output.txt")
-    found = debug_violations(debug, nccl_check(blueprint("cv-training-500tb")), "run.txt")
-    assert found[0] == "run.txt: NCCL fell back to NET/Socket (TCP) between nodes; expected NET/IB (NCCL's IB verbs " \
+    failed, _ = debug_violations(debug, nccl_check(blueprint("cv-training-500tb")), "run.txt")
+    assert failed[0] == "run.txt: NCCL fell back to NET/Socket (TCP) between nodes; expected NET/IB (NCCL's IB verbs " \
                        "transport)"
     channels = parse_nccl_debug_file(FIXTURES / "debug" / "nccl-952-no-ib-device-socket-channels.txt")
-    assert "fell back to NET/Socket" in debug_violations(channels, nccl_check(blueprint("lab")), "x")[0]
+    assert "fell back to NET/Socket" in debug_violations(channels, nccl_check(blueprint("lab")), "x")[0][0]
 
 
 def test_the_wrong_plugin_and_the_wrong_counts_are_named() -> None:
     efa = parse_nccl_debug_file(FIXTURES / "debug" / "eks-efa-2x1-t4-interleaved.txt")
-    found = debug_violations(efa, nccl_check(blueprint("cv-training-500tb")), "run.txt")
-    assert found == [
-        "run.txt: NCCL used the libfabric (aws-ofi-nccl) plugin (networks AWS Libfabric); expected NET/IB (NCCL's IB "
-        "verbs transport)",
-        "run.txt: NCCL's communicator has 2 ranks; planned 512 (64 node(s) x 8 GPU(s))",
-        "run.txt: NCCL ran on 2 node(s); planned 64"]
+    # the transport is a failure of the cluster; the counts say the run was short of the plan
+    assert debug_violations(efa, nccl_check(blueprint("cv-training-500tb")), "run.txt") == (
+        ["run.txt: NCCL used the libfabric (aws-ofi-nccl) plugin (networks AWS Libfabric); expected NET/IB (NCCL's IB "
+         "verbs transport)"],
+        ["run.txt: NCCL's communicator has 2 ranks; planned 512 (64 node(s) x 8 GPU(s))",
+         "run.txt: NCCL ran on 2 node(s); planned 64"])
     roce = parse_nccl_debug_file(FIXTURES / "debug" / "nccl-tests-185-dgxh100-roce.txt")  # IB, no comm line
-    assert debug_violations(roce, nccl_check(blueprint("cv-training-500tb")), "r") == [
-        "r: NCCL ran on 2 node(s); planned 64"]
+    assert debug_violations(roce, nccl_check(blueprint("cv-training-500tb")), "r") == (
+        [], ["r: NCCL ran on 2 node(s); planned 64"])
     assert debug_missing(roce, nccl_check(blueprint("cv-training-500tb")), "r") == (
         "r: NCCL's INFO lines show no communicator size (no 'comm ... nranks' line), so the rank count cannot be "
         "confirmed: rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (NCCL prints both at INIT)")
@@ -222,7 +222,7 @@ def test_info_lines_that_name_no_network_are_missing_evidence_not_a_failure() ->
     transport is unconfirmed, a setup error saying what to rerun with, never 'NCCL used unknown' as a failure."""
     h100 = parse_nccl_debug_file(FIXTURES / "debug" / "nccl-1357-h100-2node-comm.txt")
     gib = with_args(nccl_check(blueprint("recsys-inference")), nodes=2)  # edited: 2 nodes, as the recording
-    assert debug_violations(h100, gib, "r") == []
+    assert debug_violations(h100, gib, "r") == ([], [])
     assert debug_missing(h100, gib, "r") == (
         "r: NCCL's INFO lines show no network between nodes (no 'NET/' channel path, no 'Using network' line), so "
         "the transport (the gIB plugin) cannot be confirmed: rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET "
@@ -231,7 +231,7 @@ def test_info_lines_that_name_no_network_are_missing_evidence_not_a_failure() ->
 
 def test_a_log_without_nccl_info_lines_is_not_confirmed_and_says_what_to_rerun_with() -> None:
     check = nccl_check(blueprint("cv-training-500tb"))
-    assert debug_violations(None, check, "run.txt") == [], "missing evidence is not a violation"
+    assert debug_violations(None, check, "run.txt") == ([], []), "missing evidence is not a violation"
     assert debug_missing(None, check, "run.txt") == (
         "run.txt: no NCCL INFO lines, so the transport (NET/IB (NCCL's IB verbs transport)) and the rank count cannot "
         "be confirmed: rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET is enough)")

@@ -16,7 +16,7 @@ from tests.unit.validators.gate_inputs import two_node_blueprint
 from validators.errors import ParseError
 from validators.evaluate import evaluate
 from validators.nvmeof import parse_list_subsys
-from validators.outcome import CheckResult
+from validators.outcome import CheckResult, exit_code
 from validators.rdma import parse_perftest_bw, parse_perftest_bw_file, parse_perftest_lat
 from validators.results import Results
 
@@ -327,3 +327,15 @@ def test_two_runs_in_one_file_are_named_with_the_line_the_second_begins(name: st
     problem = err.value.problems[0]
     assert problem.path == line and "expected one perftest run per file" in problem.message
     assert "two runs or two processes went into one file" in problem.message
+
+
+def test_a_cut_rail_fails_even_where_another_hosts_listing_is_missing(tmp_path: Path) -> None:
+    """Issue 37 item 4: what could be read shows a path down on client-1; client-2's listing is missing. The path
+    down is a failure of the cluster and fails the check (exit 1); the missing host stands beside it, named."""
+    root = nvme_results(tmp_path, "lab-list-subsys.rail0-cut.json", "round-robin")
+    (root / "nvme" / "client-2.json").unlink()
+    got = judged(blueprint("lab"), root, "nvmeof.paths")
+    assert got.status == "fail", got.message
+    assert got.message.startswith("client-1 nvme-subsys0: 1 of 2 planned paths live")
+    assert "and the result does not cover the plan: 1 of 2 hosts in the result; missing: client-2" in got.message
+    assert exit_code([got]) == 1
