@@ -56,6 +56,19 @@ def port_name(ports: SwitchPorts, index: int) -> Port:
     return Port(str(index + 1), f"port {index + 1}")
 
 
+def cumulus_interfaces(ports: SwitchPorts) -> tuple[str, str | None]:
+    """How Cumulus Linux names every port of a Spectrum switch (the same hardware SONiC runs on) at the catalog's port
+    speed, as one NVUE interface list, and the breakout that makes them: front-panel port (cage) c is ``swp<c>``, each
+    of its n split ports ``swp<c>s0`` .. ``swp<c>s<n-1>`` after ``nv set interface swp<c> link breakout <n>x``
+    (Cumulus Linux 5.14 user guide, Switch Port Attributes, "Breakout Ports": the SN5600's 128x 400G are its 64 OSFP
+    cages broken out into 2x; NVUE takes ranges and comma lists, ``swp1s0-3``, ``swp1-4,swp6``)."""
+    cages = f"swp1-{ports.cages}" if ports.cages > 1 else "swp1"
+    if ports.per_cage == 1:
+        return cages, None
+    split = ",".join(f"swp{c}s0-{ports.per_cage - 1}" for c in range(1, ports.cages + 1))
+    return split, f"nv set interface {cages} link breakout {ports.per_cage}x"
+
+
 def all_ports(ports: SwitchPorts) -> list[Port]:
     """Every port of a switch, by index (named once per run, not once per cable)."""
     return [port_name(ports, i) for i in range(ports.cages * ports.per_cage)]

@@ -105,5 +105,34 @@ def test_sonic_fragment_names_every_port_of_the_wired_switch_as_sonic_does(tmp_p
     assert {k.split("|")[0] for k in fragment["QUEUE"]} == set(recorded)
     assert SONIC_PORT not in json.dumps(fragment)
     assert not (folder / "switch" / "sonic-config_db.json").exists()
-    assert "`sonic-cleaf-config_db.json`: every cleaf-* (SN5600-400G, compute leaf)" in (
-        folder / "switch" / "qos-policy.md").read_text()
+    assert "`sonic-cleaf-config_db.json`" in (folder / "switch" / "qos-policy.md").read_text()
+
+
+def test_each_wired_tier_gets_an_nvue_script_naming_every_port_as_cumulus_does(tmp_path: Path) -> None:
+    """Issue 37 item 8: the switch configurations name real ports from the wiring plan. On the SN5600 at 400G
+    Cumulus breaks each of the 64 OSFP cages into 2x (swp1s0, swp1s1, ...); every command has a documented form."""
+    bp = planned(spec())
+    folder, _ = build(bp, tmp_path)
+    switch = folder / "switch"
+    assert sorted(p.name for p in switch.glob("cumulus-*")) == [
+        "cumulus-cleaf-nvue.sh", "cumulus-cspine-nvue.sh", "cumulus-sleaf-nvue.sh", "cumulus-sspine-nvue.sh"]
+    assert not (switch / "cumulus-nvue.sh").exists()
+    lines = (switch / "cumulus-cleaf-nvue.sh").read_text().splitlines()
+    assert "PORTS" not in "\n".join(lines)
+    commands = [ln for ln in lines if ln.startswith("nv ")]
+    assert commands[0] == "nv set interface swp1-64 link breakout 2x" and commands[-1] == "nv config apply"
+    watchdog = next(c for c in commands if c.endswith("qos pfc-watchdog")).split()[3].split(",")
+    assert watchdog == [f"swp{c}s0-1" for c in range(1, 65)]  # 128 ports: each cage's two
+    documented = _documented()
+    for c in commands:
+        assert _shape(c) in documented, c
+    text = (switch / "qos-policy.md").read_text()
+    assert "| every cleaf-* (SN5600-400G, compute leaf) | `cumulus-cleaf-nvue.sh` | `sonic-cleaf-config_db.json` |" \
+        in text
+
+
+def test_where_the_provider_owns_qos_the_policy_names_no_file_to_apply(tmp_path: Path) -> None:
+    folder, _ = build(planned(spec("llm-training-16k.yaml")), tmp_path)
+    text = (folder / "switch" / "qos-policy.md").read_text()
+    assert "No switch policy to apply" in text and "Applyable configuration" not in text
+    assert sorted(p.name for p in (folder / "switch").iterdir()) == ["qos-policy.md"]
