@@ -21,6 +21,8 @@ from pydantic import BaseModel, ValidationError
 
 from blueprints.errors import Problem, SpecError
 from blueprints.spec import Requirements, RuleError
+from blueprints.units import Quantity, bound_of
+from blueprints.yaml11 import construct, reading
 
 Loc = tuple[str | int, ...]
 
@@ -105,6 +107,7 @@ class _Walk:
     def __init__(self) -> None:
         self.lines: dict[tuple[str | int, ...], int] = {}
         self.problems: list[Problem] = []
+        self.plain: list[tuple[tuple[str | int, ...], yaml.ScalarNode]] = []  # unquoted scalars, every path
         self.nodes = 0
         self._open: set[int] = set()
         self._checked: set[int] = set()
@@ -127,6 +130,8 @@ class _Walk:
         if isinstance(node, yaml.ScalarNode):
             if first:
                 self._check_int(node, path)
+            if node.style is None:
+                self.plain.append((path, node))
             return
         self._open.add(id(node))
         try:
@@ -298,7 +303,7 @@ def parse_requirements(text: str, filename: str = "<spec>") -> Requirements:
             walk.walk(root, ())
         if walk.problems:
             raise SpecError(sorted(walk.problems, key=lambda p: (p.line or 0, p.path)), filename, "invalid spec")
-        doc = _construct(root)
+        doc = construct(root)
         lines = walk.lines
     except _Refused as exc:
         raise SpecError([exc.problem], filename, "invalid spec") from None
@@ -314,22 +319,103 @@ def parse_requirements(text: str, filename: str = "<spec>") -> Requirements:
             filename,
             "invalid spec",
         )
+    read_otherwise = _yaml_readings(walk.plain, doc)
     try:
-        return Requirements.model_validate(doc)
+        spec = Requirements.model_validate(doc)
+        problems = []
     except ValidationError as exc:
         problems = [_problem(e, doc, lines) for e in exc.errors()]
+    if read_otherwise or problems:
+        named = {p.path for p in read_otherwise}
+        problems = read_otherwise + [p for p in problems if p.path not in named]
         problems.sort(key=lambda p: (p.line or 0, p.path))
         raise SpecError(problems, filename, "invalid spec") from None
+    return spec
 
 
-def _construct(root: yaml.Node | None) -> Any:
-    if root is None:
-        return None
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_document(root)
-    finally:
-        loader.dispose()
+def _field_at(doc: Any, path: tuple[str | int, ...]) -> tuple[Any, list[Any]] | None:
+    """The annotation and metadata of the spec field a YAML path names (a target's model chosen by its
+    ``provider``), or None where the path names no field."""
+    annotation: Any = Requirements
+    metadata: list[Any] = []
+    node = doc
+    for part in path:
+        kind = _unwrap(annotation)
+        if isinstance(kind, tuple):
+            kind = _tag_map(kind).get(str(node.get("provider"))) if isinstance(node, dict) else None
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            field = kind.model_fields.get(part) if isinstance(part, str) else None
+            if field is None:
+                return None
+            annotation, metadata = field.annotation, list(field.metadata)
+        elif typing.get_origin(kind) in (list, tuple) and isinstance(part, int):
+            annotation, metadata = typing.get_args(kind)[0], []
+        elif typing.get_origin(kind) is dict and isinstance(part, str):
+            annotation, metadata = typing.get_args(kind)[1], []
+        else:
+            return None
+        node = _value_at(node, (part,))
+    return annotation, metadata
+
+
+def _leaf_kinds(annotation: Any) -> tuple[Any, ...]:
+    """The types a field takes, Optional and Annotated stripped: ``(bool,)``, ``(Size,)``, ``(Literal[...],)``."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _leaf_kinds(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return tuple(k for a in typing.get_args(annotation) if a is not type(None) for k in _leaf_kinds(a))
+    return (annotation,)
+
+
+def _expected(annotation: Any, metadata: list[Any]) -> str | None:
+    """What a field expects, in words, for a message; None for mappings and lists (pydantic says those)."""
+    bound = bound_of(annotation, metadata)
+    if bound is not None:
+        return bound
+    words: list[str] = []
+    for kind in _leaf_kinds(annotation):
+        if kind is int:
+            words.append("a whole number")
+        elif kind is float:
+            words.append("a number")
+        elif kind is str:
+            words.append("text (a name)")
+        elif typing.get_origin(kind) is typing.Literal:
+            words.append("one of: " + ", ".join(str(a) for a in typing.get_args(kind)))
+        elif isinstance(kind, type) and issubclass(kind, Quantity):
+            words.append(f"a {kind.kind} such as {kind.example!r}")
+    return " or ".join(words) or None
+
+
+def _yaml_readings(plain: list[tuple[tuple[str | int, ...], yaml.ScalarNode]], doc: Any) -> list[Problem]:
+    """Unquoted values YAML read as something other than the field expects: a YAML 1.1 form that YAML 1.2 reads
+    otherwise (octal, base 60, binary, yes/no/on/off) where no boolean belongs, or a boolean or number where the
+    field takes no boolean or number (blueprints/yaml11.py)."""
+    problems: list[Problem] = []
+    for path, node in plain:
+        value = _value_at(doc, path)
+        read = reading(node, value)
+        field = _field_at(doc, path)
+        if read is None or field is None:
+            continue
+        kinds = _leaf_kinds(field[0])
+        if isinstance(value, bool):
+            if bool in kinds:
+                continue
+        elif not (read.only_yaml11 or str in kinds):
+            continue
+        if not read.only_yaml11 and (int in kinds or float in kinds) and not isinstance(value, bool):
+            continue
+        expected = _expected(*field)
+        message = f"YAML reads {read.text} as {read.how}"
+        if isinstance(value, bool) and not any(k is str or typing.get_origin(k) is typing.Literal for k in kinds):
+            message += f", which would count as {int(value)}" if int in kinds else ""
+            message += f"; expected {expected}" if expected else ""
+        else:
+            message += f"; expected {expected}: {read.fix}" if expected else f"; {read.fix}"
+        problems.append(Problem(_dotted(path), message, line=_line(node.start_mark)))
+    return problems
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),

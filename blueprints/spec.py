@@ -15,11 +15,15 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from blueprints.model import Strict
-from blueprints.units import Bound, Duration, Rate, Ratio, Size, lower, upper
+from blueprints.units import Bound, Duration, Floor, Rate, Ratio, Size, lower, upper
 
 API_VERSION = "clustersmith/v1alpha1"
 LAB_MEMORY_MIN = Size.parse("1GiB")
 LAB_MEMORY_MAX = Size.parse("64GiB")
+# The least a latency target may ask for: a read or a request that crosses the network spends about 1-2 us on the
+# wire alone (ib_read_lat on InfiniBand, 1.79 us typical: shared reference field-numbers sections 3.1 and 8).
+NETWORK_LATENCY_FLOOR = Floor(Duration.parse("1us"), "a read across the network spends 1-2 us on the wire alone: "
+                              "ib_read_lat on InfiniBand, 1.79 us typical")
 Accelerator = Literal["H100-SXM", "H200", "B200", "A100", "L40S"]
 
 
@@ -59,7 +63,7 @@ class Compute(Strict):
 
 class Data(Strict):
     training_set: Size = Field(description="Training data set size, e.g. 500TB")
-    validation_set: Size = Field(default=Size.of(0), description="Validation data set size, e.g. 50TB")
+    validation_set: Size = Field(default="0B", validate_default=True, description="Validation data set size, e.g. 50TB")
     hot_fraction: Ratio = Field(description="Share of the training set read every epoch at full speed, e.g. 20%")
     checkpoint_size: Size | None = Field(default=None, description="Size of one full checkpoint, e.g. 2TB")
 
@@ -81,7 +85,9 @@ class StorageTargets(Strict):
     write_throughput: Annotated[Bound, lower(Rate)] | None = Field(
         default=None, description="Aggregate write throughput (checkpoints), e.g. >=100GB/s"
     )
-    latency_p99: Annotated[Bound, upper(Duration)] = Field(description="p99 small-read latency, e.g. <100us")
+    latency_p99: Annotated[Bound, upper(Duration, NETWORK_LATENCY_FLOOR)] = Field(
+        description="p99 small-read latency, e.g. <100us"
+    )
     jitter: Annotated[Bound, upper(Ratio)] = Field(
         description="Throughput jitter as coefficient of variation of per-interval bandwidth, e.g. <5%"
     )
@@ -89,12 +95,14 @@ class StorageTargets(Strict):
 
 class NetworkTargets(Strict):
     comm_share: Ratio = Field(
-        default=Ratio.parse("30%"), description="Share of a training step spent in collectives, e.g. 40%"
+        default="30%", validate_default=True, description="Share of a training step spent in collectives, e.g. 40%"
     )
 
 
 class ServingTargets(Strict):
-    p99_latency: Annotated[Bound, upper(Duration)] = Field(description="Serving p99 latency, e.g. <50ms")
+    p99_latency: Annotated[Bound, upper(Duration, NETWORK_LATENCY_FLOOR)] = Field(
+        description="Serving p99 latency, e.g. <50ms"
+    )
     qps_per_gpu: int = Field(gt=0, le=10_000_000, description="Sustained queries per second per GPU")
 
 
@@ -213,7 +221,7 @@ class LabTarget(Strict):
     clients: int = Field(default=2, ge=1, le=4, description="GPU-client VMs (no GPU inside)")
     storage_targets: int = Field(default=1, ge=1, le=2, description="Storage-target VMs")
     rails: int = Field(default=2, ge=1, le=4, description="Rails: private L2 segments, one NIC per VM each")
-    memory: Size = Field(default=Size.parse("2GiB"), description="Memory per VM, 1GiB to 64GiB")
+    memory: Size = Field(default="2GiB", validate_default=True, description="Memory per VM, 1GiB to 64GiB")
     kernel: Literal["bookworm", "bookworm-backports"] = Field(
         default="bookworm", description="The Debian kernel the VMs boot: bookworm (6.1) or bookworm-backports "
                                         "(6.12, with NVMe DH-CHAP)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Self
 
@@ -61,7 +62,7 @@ class Quantity:
             raise UnitError(f"expected a {cls.kind} such as {cls.example!r}")
         if isinstance(raw, int | float):
             if cls.needs_unit:
-                raise UnitError(f"{raw!r} has no unit; expected a {cls.kind} with its unit, such as {cls.example!r}")
+                raise UnitError(f"a number with no unit; expected a {cls.kind} with its unit, such as {cls.example!r}")
             try:
                 value = float(raw)
             except OverflowError:
@@ -76,13 +77,13 @@ class Quantity:
             raise UnitError(f"expected a {cls.kind} such as {cls.example!r}")
         unit = m.group("unit").replace("µ", "μ")
         if unit == "" and cls.needs_unit:
-            raise UnitError(f"{raw.strip()!r} has no unit; expected a {cls.kind} with its unit, such as "
-                            f"{cls.example!r}")
+            raise UnitError(f"a number with no unit; expected a {cls.kind} with its unit, such as {cls.example!r}")
         if unit == "" and cls.bare_unit is not None:
             unit = cls.bare_unit
         if unit not in cls.units:
             known = ", ".join(sorted(u for u in cls.units if u))
-            raise UnitError(f"unknown unit {m.group('unit')!r} for a {cls.kind}; expected one of {known}")
+            raise UnitError(cls.unknown_unit(float(m.group("num")), unit)
+                            or f"unknown unit {m.group('unit')!r} for a {cls.kind}; expected one of {known}")
         value = float(m.group("num")) * cls.units[unit]
         if not math.isfinite(value):
             raise UnitError(f"expected a finite {cls.kind} such as {cls.example!r}")
@@ -91,13 +92,18 @@ class Quantity:
     @classmethod
     def _checked(cls, value: float, text: str, raw: object) -> Self:
         if value > cls.maximum:
-            raise UnitError(f"{cls.kind} {str(raw).strip()!r} is above the largest clustersmith plans for, "
-                            f"{cls._render(cls.maximum)}; expected a {cls.kind} such as {cls.example!r}")
+            raise UnitError(f"above the largest {cls.kind} clustersmith plans for, {cls._render(cls.maximum)}; "
+                            f"expected a {cls.kind} such as {cls.example!r}")
         return cls(value, text)
 
     @classmethod
     def _render(cls, value: float) -> str:
         return _format_number(value)
+
+    @classmethod
+    def unknown_unit(cls, number: float, unit: str) -> str | None:
+        """A message of its own for a unit this kind refuses by name (a size in bits), else None."""
+        return None
 
     @classmethod
     def of(cls, value: float) -> Self:
@@ -130,7 +136,11 @@ class Quantity:
     def __get_pydantic_json_schema__(
         cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        return {"type": ["string", "number"], "description": f"a {cls.kind}, e.g. {cls.example}"}
+        units = "|".join(re.escape(u) for u in sorted(cls.units, key=len, reverse=True))
+        text = {"type": "string", "pattern": rf"^\s*(?:{_NUMBER})\s*(?:{units})\s*$"}
+        if cls.needs_unit:
+            return {**text, "description": f"a {cls.kind} with its unit, e.g. {cls.example}"}
+        return {"anyOf": [text, {"type": "number", "minimum": 0}], "description": f"a {cls.kind}, e.g. {cls.example}"}
 
 
 def _prefixed(symbol: str, scale: float = 1.0) -> dict[str, float]:
@@ -152,9 +162,26 @@ class Size(Quantity):
 
     kind = "size"
     example = "500TB"
-    units = {**_prefixed("B"), **_prefixed("b", 1 / 8)}
-    bare_unit = "B"
+    units = _prefixed("B")
+    needs_unit = True  # "500" could be bytes or terabytes; rates and durations are refused bare too
     maximum = 1e21  # 1 ZB: a thousand times the largest data sets (EB); products of sizes stay finite
+    bits = _prefixed("b")  # refused by name: "500Tb" is terabits, an eighth of the bytes meant
+
+    @classmethod
+    def _checked(cls, value: float, text: str, raw: object) -> Self:
+        if 0 < value < 1 or (text.endswith("B") and text[:-1].strip().replace(".", "", 1).isdigit()
+                             and value != int(value)):
+            raise UnitError(f"a fraction of a byte; expected whole bytes, or a size with its unit such as "
+                            f"{cls.example!r}")
+        return super()._checked(value, text, raw)
+
+    @classmethod
+    def unknown_unit(cls, number: float, unit: str) -> str | None:
+        if unit in cls.bits:
+            return (f"{unit} is bits (b), and a size is bytes (B): {_format_number(number)}{unit} is "
+                    f"{_readable(number * cls.bits[unit] / 8, 'B')}; expected a size in bytes such as "
+                    f"{cls.example!r}")
+        return None
 
     @classmethod
     def _render(cls, value: float) -> str:
@@ -218,7 +245,7 @@ class Ratio(Quantity):
     def parse(cls, raw: object) -> Self:
         q = super().parse(raw)
         if q.value > 1.0:
-            raise UnitError(f"expected a ratio between 0 and 1 (or 0% to 100%), got {raw!r}")
+            raise UnitError("expected a ratio between 0 and 1 (or 0% to 100%)")
         return q
 
 
@@ -249,16 +276,48 @@ class Bound:
         return f"{self.op}{self.quantity.text}"
 
 
-class _BoundOf:
-    """pydantic annotation: ``Annotated[Bound, lower(Rate)]`` parses ``">=500GB/s"``."""
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """The least an upper bound may ask for, and why nothing can measure below it (a published source)."""
 
-    def __init__(self, quantity: type[Quantity], direction: Literal["lower", "upper"]) -> None:
+    quantity: Quantity
+    why: str
+
+
+class _BoundOf:
+    """pydantic annotation: ``Annotated[Bound, lower(Rate)]`` parses ``">=500GB/s"``.
+
+    A bound that cannot fail or cannot hold is refused: a lower bound of zero (``>=0GB/s``: any cluster meets it,
+    a check that cannot fail), an upper bound of zero (``<0%``: nothing measures below it) and an upper bound under
+    the field's ``floor`` (``<1ns`` for a latency: no read across a network completes that fast).
+    """
+
+    def __init__(self, quantity: type[Quantity], direction: Literal["lower", "upper"],
+                 floor: Floor | None = None) -> None:
         self.quantity = quantity
         self.direction = direction
+        self.floor = floor
 
     @property
     def _what(self) -> str:
         return "a lower bound" if self.direction == "lower" else "an upper bound"
+
+    def describe(self) -> str:
+        """``a lower bound such as '>=500GB/s'``."""
+        want = ">=" if self.direction == "lower" else "<"
+        return f"{self._what} such as {want + self.quantity.example!r}"
+
+    def _holdable(self, bound: Bound) -> Bound:
+        if bound.value == 0 and bound.op == ">=":
+            raise UnitError(f"a lower bound of 0, which any cluster meets: its check could never fail; expected a "
+                            f"target such as '>={self.quantity.example}'")
+        if bound.value == 0 and bound.op in ("<", "<="):
+            raise UnitError(f"an upper bound of 0, which nothing measures below; expected a target such as "
+                            f"'<{self.quantity.example}'")
+        if self.floor is not None and bound.value < self.floor.quantity.value:
+            raise UnitError(f"below {self.floor.quantity.text}, which no system meets ({self.floor.why}); "
+                            f"expected a target such as '<{self.quantity.example}'")
+        return bound
 
     def parse(self, raw: object) -> Bound:
         if isinstance(raw, Bound):
@@ -266,7 +325,8 @@ class _BoundOf:
         want = ">=" if self.direction == "lower" else "<"
         example = f"{want}{self.quantity.example}"
         if isinstance(raw, int | float) and not isinstance(raw, bool):
-            return Bound(">=" if self.direction == "lower" else "<=", self.quantity.parse(raw))
+            bound = Bound(">=" if self.direction == "lower" else "<=", self.quantity.parse(raw))
+            return self._holdable(bound)
         if not isinstance(raw, str):
             raise UnitError(f"expected {self._what} such as {example!r}")
         m = _BOUND.match(raw)
@@ -276,15 +336,12 @@ class _BoundOf:
         if op is None:
             op = ">=" if self.direction == "lower" else "<="
         if (op in (">=", ">")) != (self.direction == "lower"):
-            raise UnitError(
-                f"expected {self._what} such as {example!r}; "
-                f"{raw.strip()!r} points the other way"
-            )
+            raise UnitError(f"expected {self._what} such as {example!r}; {m.group('op')} points the other way")
         try:
             q = self.quantity.parse(m.group("rest"))
         except UnitError as exc:
             raise UnitError(f"{exc} (as in {example!r})") from None
-        return Bound(op, q)  # type: ignore[arg-type]
+        return self._holdable(Bound(op, q))  # type: ignore[arg-type]
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         def validate(raw: object) -> Bound:
@@ -312,5 +369,20 @@ def lower(quantity: type[Quantity]) -> _BoundOf:
     return _BoundOf(quantity, "lower")
 
 
-def upper(quantity: type[Quantity]) -> _BoundOf:
-    return _BoundOf(quantity, "upper")
+def upper(quantity: type[Quantity], floor: Floor | None = None) -> _BoundOf:
+    return _BoundOf(quantity, "upper", floor)
+
+
+def bound_of(annotation: Any, metadata: list[Any]) -> str | None:
+    """What a bound field expects, in words (``a lower bound such as '>=500GB/s'``), or None for other fields."""
+    found = [m for m in metadata if isinstance(m, _BoundOf)]
+    if not found:
+        found = [m for a in _annotated(annotation) for m in a if isinstance(m, _BoundOf)]
+    return found[0].describe() if found else None
+
+
+def _annotated(annotation: Any) -> list[tuple[Any, ...]]:
+    """The metadata of every ``Annotated`` inside ``annotation`` (``Annotated[Bound, lower(Rate)] | None``)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return [annotation.__metadata__]
+    return [m for a in typing.get_args(annotation) for m in _annotated(a)]

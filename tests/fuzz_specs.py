@@ -27,6 +27,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -157,8 +158,27 @@ def t_alias(rng: random.Random, text: str) -> str:
         return text.replace("metadata:", "anchors: &a 1\nrefs: [" + ", ".join(["*a"] * rng.choice([10, 65, 500]))
                             + "]\nmetadata:", 1)
     if kind == "merge":
+        if rng.random() < 0.5:  # a merge list: the first map wins (blueprints/yaml11.py)
+            return text.replace("data:", "b1: &b1 {training_set: 1TB}\nb2: &b2 {training_set: 2TB, hot_fraction: 5%}"
+                                "\ndata:\n  <<: [*b1, *b2]", 1)
         return text.replace("data:", "base: &b {training_set: 1B, hot_fraction: 1e-300}\ndata:\n  <<: *b", 1)
     return text.replace("compute:", "compute: &c", 1).replace("target:", "target: *c\nx:", 1)
+
+
+# Plain scalars YAML 1.1 (PyYAML) reads otherwise than YAML 1.2 core, and forms both read alike (issue 43).
+YAML11_SCALARS = ("0755", "0512", "08", "1:30", "190:20:30", "1:30.5", "0b1010", "yes", "No", "ON", "off", "y", "true",
+                  "False", "1_000", "0x1F", "0o17", "~", ".inf", "-.NaN", "1e400", "-0", "+12")
+
+
+def t_yaml11_scalar(rng: random.Random, text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    spots = [i for i, line in enumerate(lines) if re.match(r"^\s*[A-Za-z_]+: [^\s#]", line)]
+    if not spots:
+        return text
+    i = rng.choice(spots)
+    key = lines[i].split(": ", 1)[0]
+    lines[i] = f"{key}: {rng.choice(YAML11_SCALARS)}\n"
+    return "".join(lines)
 
 
 def t_random_bytes(rng: random.Random, data: bytes) -> bytes:
@@ -226,7 +246,7 @@ def make_case(index: int, seed: int) -> Case:
         except RecursionError:  # too deep for PyYAML's writer: the case keeps the example's text
             names.clear()
     if rng.random() < 0.15 or not names:
-        fn_t = rng.choice([t_duplicate_line, t_alias])
+        fn_t = rng.choice([t_duplicate_line, t_alias, t_yaml11_scalar])
         text = fn_t(rng, text)
         names.append(fn_t.__name__)
     data = text.encode()

@@ -113,7 +113,7 @@ class PerftestArgs(_Args):
     """ib_write_bw (and its siblings) per rail: message size, duration and queue pairs."""
 
     kind: Literal["perftest"] = "perftest"
-    size: Size = Field(default=Size.parse("65536"), description="Message size (-s)")
+    size: Size = Field(default=Size.parse("65536B"), description="Message size (-s)")
     duration: Duration = Field(default=Duration.parse("10s"), description="Seconds measured (-D)")
     qps: int = Field(default=2, description="Queue pairs (-q)")
 

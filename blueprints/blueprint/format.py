@@ -1,5 +1,6 @@
 """The format of blueprint.yaml, and the refusal of one an older clustersmith wrote.
 
+Format 4: every size carries its unit (``65536B``): a bare number is no longer read as bytes (issue 43).
 Format 3: each switch tier of the wiring plan carries its port speed (SONiC's PORT table is written from it).
 Format 2: every check's ``args`` is typed, one model per tool family told apart by ``kind``
 (blueprints.blueprint.check_args). Format 1 (no ``format`` field) held them as strings; nothing reads either any
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from blueprints.errors import ClusterSmithError, Problem
 
-BLUEPRINT_FORMAT = 3
+BLUEPRINT_FORMAT = 4
 
 
 def _old_args(data: dict[object, object]) -> bool:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 CANONICAL = REPO / "examples" / "cv-training-500tb.yaml"
@@ -95,6 +96,29 @@ def test_schema_is_json_schema() -> None:
     assert schema["title"] == "Requirements"
     assert "metadata" in schema["properties"]
     assert schema["additionalProperties"] is False
+
+
+def test_schema_defaults_and_examples_are_valid_under_the_schema() -> None:
+    """Issue 43 item 6: a default was an internal object ({"value": 0.0, "text": "0B"}) that failed its own type."""
+    import jsonschema
+
+    from blueprints.spec import Requirements
+
+    schema = Requirements.model_json_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    for name, model in schema["$defs"].items():
+        for field, prop in model.get("properties", {}).items():
+            if "default" in prop:
+                sub = {**prop, "$defs": schema["$defs"]}
+                errors = list(jsonschema.Draft202012Validator(sub).iter_errors(prop["default"]))
+                assert not errors, f"{name}.{field} default {prop['default']!r}: {errors[0].message}"
+    for example in sorted((REPO / "examples").glob("*.yaml")):
+        errors = list(validator.iter_errors(yaml.safe_load(example.read_text())))
+        assert not errors, f"{example.name}: {errors[0].json_path}: {errors[0].message}"
+    size = schema["$defs"]["Data"]["properties"]["training_set"]
+    assert not list(validator.evolve(schema=size).iter_errors("500TB"))
+    refused = validator.evolve(schema=size)
+    assert list(refused.iter_errors("500Tb")) and list(refused.iter_errors(500))
 
 
 @pytest.mark.parametrize("example", sorted((REPO / "examples").glob("*.yaml")), ids=lambda p: p.stem)

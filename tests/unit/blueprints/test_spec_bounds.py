@@ -73,15 +73,20 @@ def test_huge_integer() -> None:
 
 @pytest.mark.parametrize(("edit", "message"), [
     (("hot_fraction: 25%", "hot_fraction: 1e308"),
-     "data.hot_fraction: expected a ratio between 0 and 1 (or 0% to 100%), got '1e308'"),
+     "data.hot_fraction: expected a ratio between 0 and 1 (or 0% to 100%) (got '1e308')"),
     (("training_set: 2GiB", "training_set: 9e24B"),
-     "data.training_set: size '9e24B' is above the largest clustersmith plans for, 1000EB"),
-    (("training_set: 2GiB", "training_set: 1.0e400"), "data.training_set: expected a finite size such as '500TB'"),
+     "data.training_set: above the largest size clustersmith plans for, 1000EB; expected a size such as '500TB' "
+     "(got '9e24B')"),
+    (("training_set: 2GiB", "training_set: 1.0e400TB"), "data.training_set: expected a finite size such as '500TB'"),
+    (("training_set: 2GiB", "training_set: 1.0e400"), "data.training_set: a number with no unit; expected a size "
+     "with its unit, such as '500TB' (got '1.0e400')"),
     (("latency_p99: \"<20ms\"", "latency_p99: \"<100\""),
-     "performance.storage.latency_p99: '100' has no unit; expected a duration with its unit, such as '100us'"),
+     "performance.storage.latency_p99: a number with no unit; expected a duration with its unit, such as '100us' "
+     "(as in '<100us') (got '<100')"),
     (("read_throughput: \">=20MB/s\"", "read_throughput: 20000000"),
-     "performance.storage.read_throughput: 20000000 has no unit; expected a rate with its unit"),
-    (("memory: 2GiB", "memory: 0"), "target.memory: memory 0B per VM; expected 1GiB to 64GiB"),
+     "performance.storage.read_throughput: a number with no unit; expected a rate with its unit, such as '500GB/s' "
+     "(got 20000000)"),
+    (("memory: 2GiB", "memory: 0B"), "target.memory: memory 0B per VM; expected 1GiB to 64GiB"),
     (("memory: 2GiB", "memory: 1TiB"), "target.memory: memory 1TiB per VM; expected 1GiB to 64GiB"),
 ])
 def test_numbers_in_range_and_with_units(edit: tuple[str, str], message: str) -> None:

@@ -42,7 +42,7 @@ CASES = [
     (("  hot_fraction: 120%", "  hot_fraction: 20%"), "data.hot_fraction", "expected a ratio between 0 and 1",
      "'120%'", None, "hot_fraction:"),
     (('    read_throughput: "<500GB/s"', '    read_throughput: ">=500GB/s"'), "performance.storage.read_throughput",
-     "expected a lower bound such as '>=500GB/s'; '<500GB/s' points the other way", "'<500GB/s'", None,
+     "expected a lower bound such as '>=500GB/s'; < points the other way", "'<500GB/s'", None,
      "read_throughput:"),
     (('    latency_p99: ">100us"', '    latency_p99: "<100us"'), "performance.storage.latency_p99",
      "expected an upper bound such as '<100us'", "'>100us'", None, "latency_p99:"),

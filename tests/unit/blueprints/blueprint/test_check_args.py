@@ -101,7 +101,7 @@ def test_the_tools_command_lines_are_the_ones_the_lab_ran(lab: Blueprint) -> Non
     llm = plan(load_requirements(REPO / "examples" / "llm-training-16k.yaml"))
     assert collectives(check(llm, "nccl.allreduce_busbw")) == ("all_reduce_perf", "all_gather_perf",
                                                                "reduce_scatter_perf")
-    assert [nccl_size(Size.parse(s)) for s in ("2GiB", "512MiB", "1KiB", "1000")] == ["2G", "512M", "1K", "1000"]
+    assert [nccl_size(Size.parse(s)) for s in ("2GiB", "512MiB", "1KiB", "1000B")] == ["2G", "512M", "1K", "1000"]
     paths = args_as(check(lab, "nvmeof.paths").args, NvmeArgs)
     assert (str(paths.settle), str(paths.reset_extra), paths.iopolicy) == ("30s", "20s", "round-robin")
 
