@@ -14,8 +14,10 @@ The build folder ``<out>/<name>/`` holds two kinds of things that live apart:
   real folders.
 - what users and later steps write, as real files beside those links, which ``build`` never touches:
   ``ansible/host_vars/``, ``ansible/inventory.yml`` once ``lab up``, ``deploy`` or ``inventory --from-stack``
-  has written it (they replace the link with a file), ``acceptance/runs/<time>/`` and ``acceptance/report/``,
-  ``deploy/`` (state.json, outputs) and ``lab/`` (the running lab's state, disks and sockets).
+  has written it, ``acceptance/runs/<time>/`` and ``acceptance/report/``, ``deploy/`` (state.json, outputs) and
+  ``lab/`` (the running lab's state, disks and sockets).
+- the generated files a user is told to edit (the inventory and machines list with CHANGE_ME, the Pulumi stack's
+  config): real copies, not links, replaced by a rebuild only while unedited (``editable.py``).
 
 A rebuild renders into a new ``.generated/<id>/``, adds any missing link, then swaps ``current`` with one
 rename(2): a kill at any moment leaves the old or the new generated tree whole, and the next build removes the
@@ -48,6 +50,7 @@ import yaml
 
 from blueprints.blueprint import Blueprint, dump_blueprint
 from blueprints.errors import ClusterSmithError, Problem
+from blueprints.render import editable
 from blueprints.render.ansible import render_secrets_ref
 
 Renderer = Callable[[Blueprint, Path], list[Path]]
@@ -129,6 +132,7 @@ def _build(bp: Blueprint, final: Path, notice: Notice, secrets_file: Path | None
                     shutil.rmtree(staging, ignore_errors=True)
                 raise
             _pause("swapped")
+            yours = editable.place(final, gen, staging, old, _OURS)  # before the old tree an old link showed goes
             _unlink_stale(final)
             if old is not None:
                 shutil.rmtree(old, ignore_errors=True)
@@ -139,8 +143,11 @@ def _build(bp: Blueprint, final: Path, notice: Notice, secrets_file: Path | None
     for path in kept:
         notice(f"kept {path}: a real file or a foreign link is where build would link the generated one "
                f"({_OURS}{path.relative_to(final).as_posix()}); remove it to get the generated file")
+    for placed in yours:
+        notice(placed.notice)
     files = [final / p.relative_to(staging) for p in written]
-    return final, [f for f in files if not any(f == k or k in f.parents for k in kept)]
+    held = [*kept, *(p.path for p in yours if p.kept)]
+    return final, [f for f in files if not any(f == k or k in f.parents for k in held)]
 
 
 def _refuse(final: Path, why: str) -> ClusterSmithError:
@@ -233,7 +240,7 @@ def _locked(final: Path) -> Iterator[None]:
 def _clean_leftovers(gen: Path) -> None:
     """Remove what an interrupted build left under ``.generated/``: every tree but the current one, temp links."""
     current = gen / "current"
-    keep = {"lock", "current", os.readlink(current) if current.is_symlink() else ""}
+    keep = {"lock", "current", editable.RECORD, os.readlink(current) if current.is_symlink() else ""}
     for entry in gen.iterdir():
         if entry.name in keep:
             continue
@@ -266,7 +273,8 @@ def _link(final: Path, staging: Path) -> list[Path]:
             continue
         here.mkdir(exist_ok=True)
         for child in sorted(entry.iterdir()):
-            kept += _ensure_link(gen, here / child.name, f"../{_OURS}{entry.name}/{child.name}")
+            if not editable.is_editable(f"{entry.name}/{child.name}"):  # the user's own copy: editable.place
+                kept += _ensure_link(gen, here / child.name, f"../{_OURS}{entry.name}/{child.name}")
     return kept
 
 

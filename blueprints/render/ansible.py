@@ -7,8 +7,8 @@
   Blueprint gives it variables (no ``nvmeof`` play where the cloud provider serves storage). Add a role by adding a row.
 - inventory.yml: on non-lab targets, one host per planned machine with placeholders to fill in
   (format: ``blueprints/templates/ansible/README.md``). On the lab, ``clustersmith lab up`` writes it
-  with the real ports. ``lab up``, ``deploy`` and ``inventory --from-stack`` replace the build's link with a real
-  file, which a rebuild keeps (``blueprints.render``: what build generates and what later steps write).
+  with the real ports. Build writes it as the user's own file, not a link, and a rebuild keeps it once edited or
+  rewritten by ``lab up``, ``deploy`` or ``inventory --from-stack`` (``blueprints/render/editable.py``).
 """
 
 from __future__ import annotations

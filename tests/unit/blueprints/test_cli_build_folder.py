@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from blueprints.render import GENERATED, MARKER, PAUSE_ENV, generated_tree
+from blueprints.render import GENERATED, MARKER, PAUSE_ENV, editable, generated_tree
 from tests.conftest import default_sigint
 
 REPO = Path(__file__).resolve().parents[3]
@@ -71,7 +71,8 @@ def assert_whole(folder: Path, description: str) -> None:
 
 def leftovers(folder: Path) -> list[str]:
     current = os.readlink(folder / GENERATED / "current")
-    return sorted(p.name for p in (folder / GENERATED).iterdir() if p.name not in ("lock", "current", current))
+    return sorted(p.name for p in (folder / GENERATED).iterdir()
+                  if p.name not in ("lock", "current", editable.RECORD, current))
 
 
 def test_a_spec_named_roles_into_a_copy_of_the_repository_is_refused(tmp_path: Path) -> None:
@@ -152,19 +153,79 @@ def test_a_rebuild_keeps_what_users_and_later_steps_wrote(tmp_path: Path) -> Non
         sock.close()
 
 
-def test_the_inventory_deploy_writes_replaces_the_link_and_survives(tmp_path: Path) -> None:
+def test_the_inventory_deploy_writes_replaces_the_copy_and_survives(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert cli("build", CANONICAL, "-o", out).returncode == 0
     inventory = out / "cv-training-500tb" / "ansible" / "inventory.yml"
-    assert inventory.is_symlink() and "CHANGE_ME" in inventory.read_text()
+    assert not inventory.is_symlink() and "CHANGE_ME" in inventory.read_text()
     tmp = inventory.with_suffix(".yml.tmp")  # as stacks/inventory.py and stacks/lab/inventory.py write it
     tmp.write_text("# Written by `clustersmith inventory --from-stack`\nall: {}\n")
     os.replace(tmp, inventory)
     r = cli("build", CANONICAL, "-o", out)
     assert r.returncode == 0, r.stderr
     assert inventory.read_text().startswith("# Written by `clustersmith inventory --from-stack`")
-    assert f"kept {inventory}" in r.stdout
-    assert str(inventory) not in r.stdout.replace(f"kept {inventory}", "")
+    assert f"kept {inventory}: yours (edited since build wrote it, or written by another step); this build's " \
+           "version is .generated/current/ansible/inventory.yml" in " ".join(r.stdout.split())
+
+
+EDITED = {"ansible/inventory.yml": "ansible_host: CHANGE_ME", "pulumi/machines.yaml": "address: CHANGE_ME",
+          "pulumi/Pulumi.cv-training-500tb.yaml": "machinesFile"}
+
+
+def test_the_files_a_user_is_told_to_edit_are_theirs(tmp_path: Path) -> None:
+    """Issue 43 item 4: each is a real file; a rebuild keeps an edited one (and says where its own version is),
+    replaces one the user left alone, and writes a deleted one again."""
+    out = tmp_path / "out"
+    r = cli("build", CANONICAL, "-o", out)
+    assert r.returncode == 0, r.stderr
+    folder = out / "cv-training-500tb"
+    for rel, needle in EDITED.items():
+        path = folder / rel
+        assert path.is_file() and not path.is_symlink() and needle in path.read_text(), rel
+        assert f"wrote {path}: yours to edit" in " ".join(r.stdout.split())
+    mine = folder / "ansible" / "inventory.yml"
+    mine.write_text(mine.read_text().replace("CHANGE_ME", "10.0.0.7"))
+    (folder / "pulumi" / "machines.yaml").unlink()
+    untouched = folder / "pulumi" / "Pulumi.cv-training-500tb.yaml"
+    edited_text = mine.read_text()
+    changed = CANONICAL.read_text().replace("  gpus: 512\n", "  gpus: 256\n")
+    assert changed != CANONICAL.read_text()
+    (tmp_path / "c.yaml").write_text(changed)
+    r = cli("build", tmp_path / "c.yaml", "-o", out)
+    assert r.returncode == 0, r.stderr
+    said = " ".join(r.stdout.split())
+    assert mine.read_text() == edited_text
+    assert f"kept {mine}: yours" in said
+    assert "gpu-64:" not in generated_tree(folder).joinpath("ansible", "inventory.yml").read_text()  # 32 nodes
+    assert "gpu-64:" in mine.read_text()  # the user's file still names the old plan's hosts: theirs to merge
+    assert "CHANGE_ME" in (folder / "pulumi" / "machines.yaml").read_text()
+    assert f"wrote {folder / 'pulumi' / 'machines.yaml'}" in said
+    assert untouched.read_bytes() == generated_tree(folder).joinpath("pulumi", untouched.name).read_bytes()
+    assert f"updated {untouched}: you had not edited it since the last build" in said
+    mine.write_text(generated_tree(folder).joinpath("ansible", "inventory.yml").read_text())  # the user takes it
+    machines = folder / "pulumi" / "machines.yaml"
+    r = cli("build", CANONICAL, "-o", out)  # back to 512 GPUs: the files nobody edited follow the plan
+    said = " ".join(r.stdout.split())
+    assert r.returncode == 0 and f"kept {mine}" in said and f"updated {machines}" in said, said
+    assert "name: gpu-64\n" in machines.read_text()
+
+
+def test_an_edit_made_through_an_old_layouts_link_survives(tmp_path: Path) -> None:
+    """The layout before made the inventory a link into .generated/current/: an edit through it landed in the
+    generated tree, and the next build replaced it without a word."""
+    out = tmp_path / "out"
+    assert cli("build", CANONICAL, "-o", out).returncode == 0
+    folder = out / "cv-training-500tb"
+    inventory = folder / "ansible" / "inventory.yml"
+    inventory.unlink()
+    inventory.symlink_to("../.generated/current/ansible/inventory.yml")  # as the older clustersmith left it
+    edited = inventory.read_text().replace("CHANGE_ME", "10.0.0.7")
+    inventory.write_text(edited)  # an editor writing through the link
+    r = cli("build", CANONICAL, "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert not inventory.is_symlink() and inventory.read_text() == edited
+    assert f"kept {inventory}: it was a link into the generated tree" in " ".join(r.stdout.split())
+    assert "CHANGE_ME" in generated_tree(folder).joinpath("ansible", "inventory.yml").read_text()
 
 
 def _paused_build(spec_file: Path, out: Path, step: str) -> subprocess.Popen[str]:
