@@ -28,7 +28,7 @@ from rich.table import Table
 from blueprints.blueprint import load_blueprint
 from validators.evaluate import evaluate, select
 from validators.parse import PARSERS, parse_file
-from validators.report import RunReport, write_all
+from validators.report import RunReport, refuse_foreign, write_all
 from validators.results import Results
 
 out = Console(soft_wrap=True)  # messages and report paths stay whole lines
@@ -92,6 +92,8 @@ def accept(build_dir: Path, results_dir: Path | None, destructive: bool, only: t
     results_dir, inventory, report_dir = _absolute(results_dir), _absolute(inventory), _absolute(report_dir)
     bp = load_blueprint(build_dir)
     checks = select(bp, _only(only))
+    if report_dir is not None:
+        refuse_foreign(report_dir)  # before any tool runs: a refused run costs nothing
     started = datetime.now(UTC)
     clock = time.monotonic()
     hosts: tuple[str, ...] = ()

@@ -88,6 +88,29 @@ def test_a_failure_beside_a_setup_error_exits_1(two_node: Path, tmp_path: Path) 
     assert only_setup.returncode == 2
 
 
+def test_a_report_dir_of_the_users_own_reports_is_refused_before_anything_runs(two_node: Path, tmp_path: Path) -> None:
+    """Issue 43 item 4: `accept --report-dir` overwrote a user's own report.html and junit.xml."""
+    results = fio_results(tmp_path / "results", ["gpu-1", "gpu-2"], ("seq_read",))
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "report.html").write_text("<p>the user's own report</p>\n")
+    r = run("accept", two_node, "--results", results, "--report-dir", theirs, "--only", "storage.read_throughput")
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "--report-dir: holds report.html that clustersmith did not write there (no .clustersmith-report); " \
+           "expected a new or empty folder, or one an earlier run wrote" in said and str(theirs) in said
+    assert sorted(p.name for p in theirs.iterdir()) == ["report.html"]
+    assert (theirs / "report.html").read_text() == "<p>the user's own report</p>\n"
+    ours = tmp_path / "ours"  # a folder an earlier run wrote is written again
+    for _ in range(2):
+        r = run("accept", two_node, "--results", results, "--report-dir", ours, "--only", "storage.read_throughput")
+        assert r.returncode == 1 and (ours / "report.json").is_file(), r.stdout + r.stderr
+    (tmp_path / "file").write_text("x")
+    r = run("accept", two_node, "--results", results, "--report-dir", tmp_path / "file", "--only",
+            "storage.read_throughput")
+    assert r.returncode == 2 and "is a file" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_accept_help_states_the_exit_codes() -> None:
     r = run("accept", "--help")
     text = " ".join(r.stdout.split())
