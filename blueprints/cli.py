@@ -26,6 +26,7 @@ from blueprints.planner import plan
 from blueprints.render import build as render_build
 from blueprints.render import writable as build_writable
 from blueprints.secrets import ensure as ensure_secrets
+from blueprints.secrets import locate as locate_secrets
 from blueprints.spec import Requirements
 from blueprints.summary import print_summary
 
@@ -83,10 +84,13 @@ def build(spec: Path, output: Path, secrets_file: Path | None) -> None:
     one; a rebuild swaps the generated tree at once and keeps what users and later steps wrote there.
     """
     bp = plan_file(spec)
-    build_writable(bp, output)  # refuse before the secrets file is made: a refused build writes nothing
-    secrets_path = ensure_secrets(bp, output / bp.name, secrets_file)
+    build_writable(bp, output)
+    secrets_path = locate_secrets(bp, output / bp.name, secrets_file)  # reads only
+    # The secrets file is made or completed only once the tree is rendered and linked, just before the swap: a build
+    # refused for any reason (a folder it may not write, a full disk, a bad secrets file) leaves none behind.
     folder, files = render_build(bp, output, notice=lambda line: out.print(f"[yellow]{line}[/]", highlight=False),
-                                 secrets_file=secrets_path)
+                                 secrets_file=secrets_path,
+                                 before_swap=lambda: ensure_secrets(bp, output / bp.name, secrets_file))
     out.print(f"[green]built[/] {folder} ({len(files)} files)")
     for f in files:
         out.print(f"  {f}")

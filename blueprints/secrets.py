@@ -209,6 +209,9 @@ def _read(path: Path) -> tuple[str, os.stat_result]:
         raise _bad(path, f"cannot read it: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
         raise _bad(path, "is not a regular file; expected the cluster's secrets YAML file")
+    if st.st_mode & 0o177 and st.st_size <= MAX_BYTES and not _looks_like_secrets(path):
+        raise _bad(path, "is not a clustersmith secrets file (no 'kind: ClusterSecrets'); expected the cluster's "
+                         "secrets file, or a path where none exists yet for build to create")
     if st.st_mode & 0o177:
         raise _bad(path, f"mode {stat.S_IMODE(st.st_mode):04o} lets others read or run it; expected 0600 "
                          f"(chmod 600 {path})", value=f"{stat.S_IMODE(st.st_mode):04o}")
@@ -218,6 +221,16 @@ def _read(path: Path) -> tuple[str, os.stat_result]:
         return path.read_text(encoding="utf-8"), st
     except (OSError, UnicodeDecodeError) as exc:
         raise _bad(path, f"cannot read it as UTF-8 text: {exc}") from None
+
+
+def _looks_like_secrets(path: Path) -> bool:
+    """Whether the file says it is one (a ``kind: ClusterSecrets`` line), read before judging its mode: advice to
+    chmod a system file a user named by mistake would be wrong. An unreadable file is left to the read's error."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    return any(line.strip() == "kind: ClusterSecrets" for line in text.splitlines())
 
 
 class _NoAliases(yaml.SafeLoader):
@@ -276,6 +289,21 @@ def _write(path: Path, store: ClusterSecrets) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def locate(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:
+    """The absolute path of ``bp``'s secrets file after every check that reads only: its place, and an existing
+    file's kind, cluster, mode and (for a user's own file) entries. Writes nothing, so a build refused later has
+    not made or changed it; ``ensure`` then writes."""
+    path = (path or default_path(bp.name)).expanduser().absolute()
+    _check_place(path, build_folder)
+    if path.exists() or path.is_symlink():
+        text, _ = _read(path)
+        store = parse(text, path, bp.name)
+        missing = _missing(store, *needed(bp), ceph_entities(bp))
+        if missing and not text.startswith(HEADER_MARK):
+            raise ClusterSmithError(missing, str(path), "secrets file (yours, read only) lacks entries")
+    return path
 
 
 def ensure(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:

@@ -90,14 +90,16 @@ def generated_tree(folder: Path) -> Path:
     return (folder / GENERATED / "current").resolve()
 
 
-def build(bp: Blueprint, out_root: Path, notice: Notice | None = None,
-          secrets_file: Path | None = None) -> tuple[Path, list[Path]]:
+def build(bp: Blueprint, out_root: Path, notice: Notice | None = None, secrets_file: Path | None = None,
+          before_swap: Callable[[], object] | None = None) -> tuple[Path, list[Path]]:
     """Render every artefact into ``out_root/<name>`` (layout: module doc). Returns the folder and the files, as
     paths through the folder's links; ``notice`` hears of each generated path kept because something else is
-    there. ``secrets_file``: the cluster's secrets file (blueprints.secrets), whose path alone the build names."""
+    there. ``secrets_file``: the cluster's secrets file (blueprints.secrets), whose path alone the build names.
+    ``before_swap`` runs once the new tree is written and linked, before it becomes current: what a build must
+    write outside its folder (the secrets file) waits until nothing inside it can refuse the build."""
     final = out_root / bp.name
     try:
-        return _build(bp, final, notice or (lambda _: None), secrets_file)
+        return _build(bp, final, notice or (lambda _: None), secrets_file, before_swap or (lambda: None))
     except OSError as exc:
         where = exc.filename or final
         raise ClusterSmithError([Problem(_OPTION, f"cannot write the build folder {final}: "
@@ -106,7 +108,8 @@ def build(bp: Blueprint, out_root: Path, notice: Notice | None = None,
                                 title="cannot build") from exc
 
 
-def _build(bp: Blueprint, final: Path, notice: Notice, secrets_file: Path | None) -> tuple[Path, list[Path]]:
+def _build(bp: Blueprint, final: Path, notice: Notice, secrets_file: Path | None,
+           before_swap: Callable[[], object]) -> tuple[Path, list[Path]]:
     fresh = _claim(final, bp.name)  # None: claimed by an earlier build; else how this one found it
     swapped = False
     try:
@@ -125,6 +128,7 @@ def _build(bp: Blueprint, final: Path, notice: Notice, secrets_file: Path | None
                 _pause("staged")
                 kept = _link(final, staging)
                 _pause("linked")
+                before_swap()
                 old = _swap(gen, staging)
                 swapped = True
             except BaseException:

@@ -99,6 +99,27 @@ def test_a_refused_build_leaves_no_secrets_file_behind(tmp_path: Path) -> None:
     assert not secrets.exists() or not any(secrets.iterdir()), sorted(secrets.iterdir())
 
 
+@pytest.mark.parametrize("output", ["/dev/null/out", "/proc/clustersmith-out"])
+def test_a_build_that_cannot_write_leaves_no_secrets_file_behind(tmp_path: Path, output: str) -> None:
+    """Issue 43 item 4: a build refused because it cannot write (even root cannot write under /dev/null or /proc,
+    as it cannot on a full disk) still created the cluster's secrets file; it is now made just before the swap."""
+    secrets = tmp_path / "secrets"
+    r = cli("build", spec(tmp_path, "unwritable", "refused"), "-o", output,
+            env={"CLUSTERSMITH_SECRETS_DIR": str(secrets)})
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "cannot write the build folder" in r.stderr
+    assert not secrets.exists() or not any(secrets.iterdir()), sorted(secrets.iterdir())
+
+
+def test_a_system_file_as_secrets_is_refused_as_not_a_secrets_file(tmp_path: Path) -> None:
+    """It advised to `chmod 600` the file: /etc/passwd's mode was the only thing it saw wrong."""
+    r = cli("build", spec(tmp_path, "lab", "passwd"), "-o", tmp_path / "out", "--secrets", "/etc/passwd")
+    said = " ".join(r.stderr.split())
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "is not a clustersmith secrets file (no 'kind: ClusterSecrets')" in said and "chmod" not in said
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(("marker", "why"), [
     ("name: other\nformat: 1\n", "naming Blueprint 'other', not 'lab'"),
     ("name: lab\nformat: 99\n", "of layout format 99; this clustersmith writes format 1"),
