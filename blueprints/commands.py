@@ -9,6 +9,8 @@ terminated (SIGTERM), each with one line and no traceback (blueprints.signals).
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
 import sys
 from importlib.metadata import EntryPoint, entry_points
@@ -88,15 +90,40 @@ class RegistryGroup(click.Group):
                 formatter.write_dl(rows)
 
 
+# Errors of a write to standard output: a full device (ENOSPC, EDQUOT), a reader gone (EPIPE), a closed or
+# unwritable descriptor (EBADF, EIO).
+_OUTPUT_ERRORS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EPIPE, errno.EBADF, errno.EIO))
+
+
+def _stdout_broken(exc: OSError) -> bool:
+    """Whether ``exc`` is standard output failing: an output error that names no file (every file the commands
+    open is named in its error)."""
+    return exc.errno in _OUTPUT_ERRORS and exc.filename is None
+
+
+def _output_error(err: Console, why: str) -> None:
+    err.print(f"[red]error[/]: cannot write the output: {why} (standard output); expected a terminal, file or pipe "
+              "that takes it")
+    sys.exit(2)
+
+
 def run(group: click.Group, prog_name: str | None = None) -> None:
     """Run a command line with the project's exit codes; bad input and setup errors print a message, never a
     traceback. SIGINT and SIGTERM are handled for the call (blueprints.signals; the caller's handlers put back
     afterwards)."""
     err = Console(stderr=True, soft_wrap=True)
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if sys.stdout is None:  # started with standard output closed (`>&-`)
+        _output_error(err, "it is closed")
     try:
         install()  # inside the try: a SIGTERM already pending is raised as soon as the handler is in place
         group.main(prog_name=prog_name, standalone_mode=False)
+        sys.stdout.flush()  # here, not at exit: a full or closed stdout is said like any other error
+    except OSError as exc:
+        if not _stdout_broken(exc):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second failure when Python exits
+        _output_error(err, exc.strerror or str(exc))
     except ClusterSmithError as exc:
         err.print("[red]error[/]: ", end="")
         err.print(str(exc), highlight=False, markup=False)

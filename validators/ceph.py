@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from blueprints.model import Parsed
 from validators.errors import ParseError, parse_error
+from validators.source import json_loads
 
 # Pools Ceph makes for itself (the devicehealth manager module's pool: Pacific names it device_health_metrics,
 # Quincy and later .mgr); they are not the plan's, and their presence is no departure from it.
@@ -133,7 +134,7 @@ M = TypeVar("M", bound=BaseModel)
 
 def _json(text: str, source: str, what: str) -> object:
     try:
-        return json.loads(text)
+        return json_loads(text)
     except json.JSONDecodeError as exc:
         raise parse_error(source, what, f"(line {exc.lineno})", f"expected JSON ({what} -f json): {exc.msg}") from None
 

@@ -30,7 +30,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from blueprints.model import ParsedFinite
 from validators.errors import invalid, parse_error
-from validators.source import MAX_JSON, document, lines
+from validators.source import JSON, MAX_JSON, document, lines
 
 Direction = Literal["read", "write", "trim", "mixed"]
 DIRECTIONS: tuple[Direction, ...] = ("read", "write", "trim", "mixed")
@@ -228,7 +228,7 @@ def _document(text: str, source: str) -> dict[str, object]:
     if start == -1:
         raise parse_error(source, "fio", "(document)", "expected fio JSON output (--output-format=json or json+)",
                           text[:60] or "an empty file")
-    decoder = json.JSONDecoder()
+    decoder = JSON
     last: object = None  # only the last complete document is kept
     pos = start
     while pos < len(text):

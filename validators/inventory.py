@@ -14,6 +14,7 @@ from pydantic import Field
 
 from blueprints.errors import ClusterSmithError, Problem
 from blueprints.model import Frozen
+from validators.source import json_loads
 
 
 class Rail(Frozen):
@@ -74,7 +75,7 @@ def rdma_record(text: str) -> dict[int, dict[str, object]]:
     /etc/ansible/facts.d/rdma.fact); empty where the host has none."""
     if not text.strip():
         return {}
-    rails = json.loads(text).get("rails", [])
+    rails = json_loads(text).get("rails", [])
     return {int(r["index"]): r for r in rails if isinstance(r, dict) and "device" in r}
 
 

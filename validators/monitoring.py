@@ -8,6 +8,7 @@ from pydantic import Field, ValidationError
 
 from blueprints.model import Parsed
 from validators.errors import parse_error
+from validators.source import json_loads
 
 
 class Target(Parsed):
@@ -33,7 +34,7 @@ class Sample(Parsed):
 
 def _answer(text: str, source: str, what: str) -> dict[str, object]:
     try:
-        doc = json.loads(text)
+        doc = json_loads(text)
     except json.JSONDecodeError as exc:
         raise parse_error(source, what, f"(line {exc.lineno})", f"invalid JSON: {exc.msg}") from None
     if not isinstance(doc, dict) or doc.get("status") != "success" or not isinstance(doc.get("data"), dict):

@@ -30,7 +30,7 @@ from pydantic import Field, ValidationError
 
 from blueprints.model import ParsedFinite
 from validators.errors import invalid, parse_error
-from validators.source import MAX_JSON, document, lines
+from validators.source import MAX_JSON, document, json_loads, lines
 
 TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
 RANK = re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)")
@@ -312,7 +312,7 @@ def _json_block(raw: object, per_iter: object, source: str, where: str) -> NcclB
 
 def parse_nccl_json(text: str, source: str = "<nccl-tests.json>") -> NcclRun:
     try:
-        doc = json.loads(text)
+        doc = json_loads(text)
     except json.JSONDecodeError as exc:
         raise parse_error(source, "nccl-tests JSON", f"(line {exc.lineno})", f"invalid JSON: {exc.msg}") from None
     except RecursionError:

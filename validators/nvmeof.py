@@ -13,6 +13,7 @@ from pydantic import Field
 
 from blueprints.model import Frozen
 from validators.errors import parse_error
+from validators.source import json_loads
 
 
 class NvmePath(Frozen):
@@ -62,7 +63,7 @@ def _paths(raw: object, source: str, where: str) -> tuple[NvmePath, ...]:
 
 def parse_list_subsys(text: str, source: str = "<nvme list-subsys>") -> ListSubsys:
     try:
-        doc = json.loads(text) if text.strip() else {"Subsystems": []}
+        doc = json_loads(text) if text.strip() else {"Subsystems": []}
     except json.JSONDecodeError as exc:
         raise parse_error(source, "nvme list-subsys", f"(line {exc.lineno})", f"invalid JSON: {exc.msg} "
                           "(run nvme list-subsys -o json)") from None

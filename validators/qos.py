@@ -12,6 +12,7 @@ import re
 
 from validators.errors import parse_error
 from validators.qos_layers import LayerQos, layer_from_tos
+from validators.source import json_loads
 
 TOS_OPTION = re.compile(r"--tos[= ](?P<tos>-?\d+)")
 
@@ -58,7 +59,7 @@ def _tos(layer: str, field: str, value: str, shown: str) -> LayerQos:
 
 def parse_roce_tos(text: str, source: str = "<rdma_cm_tos.json>") -> dict[str, str]:
     try:
-        data = json.loads(text)
+        data = json_loads(text)
     except json.JSONDecodeError as exc:
         raise parse_error(source, "JSON", f"(line {exc.lineno})", f"invalid JSON: {exc.msg}") from None
     if not isinstance(data, dict):

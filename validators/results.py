@@ -29,7 +29,7 @@ from pathlib import Path
 
 from validators.errors import parse_error
 from validators.fio import BwSample, FioRun, parse_bw_log_file, parse_fio_file
-from validators.source import document
+from validators.source import document, json_loads
 
 SMALL = 16 << 20  # the bound on the small JSON and text files of a results folder (KB per host in practice)
 
@@ -113,7 +113,7 @@ class Results:
 
 def _json(path: Path) -> object:
     try:
-        return json.loads(document(path, "this JSON file", SMALL))
+        return json_loads(document(path, "this JSON file", SMALL))
     except json.JSONDecodeError as exc:
         raise parse_error(str(path), "JSON", f"(line {exc.lineno})", f"invalid JSON: {exc.msg}") from None
     except RecursionError:

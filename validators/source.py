@@ -13,14 +13,33 @@ read only up to a stated bound (``MAX_JSON``): fio's report is some hundred KB p
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from collections.abc import Generator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from blueprints.errors import Problem
 from validators.errors import ParseError
+
+# An integer longer than Python's int-string limit (4300 digits) raised a ValueError from inside the JSON
+# decoder, a traceback (issue 43). No tool counter comes near it; such a number is read as a float, which overflows
+# to inf, and every parsed model refuses inf as "not a finite number" with the field named.
+_INT_DIGITS = 4000
+
+
+def _json_int(text: str) -> int | float:
+    return int(text) if len(text) <= _INT_DIGITS else float(text)
+
+
+JSON = json.JSONDecoder(parse_int=_json_int)  # every tool-output JSON document is decoded with this one
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads`` with ``JSON``'s bounded integers."""
+    return JSON.decode(text)
+
 
 MAX_LINE = 1 << 20  # 1 MiB: the longest line a text tool output may have (NCCL INFO lines are ~200 bytes)
 MAX_JSON = 64 << 20  # 64 MiB: fio json+ of 64 jobs with all three directions is under 10 MiB

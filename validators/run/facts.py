@@ -9,6 +9,7 @@ import json
 from validators.inventory import rdma_record
 from validators.run.jobs import Job
 from validators.run.plumbing import Session
+from validators.source import json_loads
 
 LIMIT_S = 120
 
@@ -23,7 +24,7 @@ def run(session: Session) -> None:
     for host, o in outcomes.items():
         found = folder / f"{host}.json"
         if o.problem is None and found.is_file():
-            gpus = json.loads(found.read_text(encoding="utf-8")).get("gpus", 0)
+            gpus = json_loads(found.read_text(encoding="utf-8")).get("gpus", 0)
             facts[host] = {"gpus": int(gpus), "rails": len(session.inventory.hosts[host].rails)}
         elif o.problem is None:
             o.failed.append("the facts play fetched no facts file")

@@ -90,6 +90,17 @@ def test_missing_file_and_bad_usage() -> None:
     assert r.returncode == 2 and "No such command 'frobnicate'" in r.stderr
 
 
+@pytest.mark.parametrize("redirect", ["> /dev/full", ">&-"])
+@pytest.mark.parametrize("command", ["blueprints validate examples/lab.yaml", "validators parse fio "
+                                     "tests/fixtures/fio/results/fio/seq_read/client-1.json"])
+def test_a_full_or_closed_stdout_is_said_not_a_traceback(command: str, redirect: str) -> None:
+    """Issue 43 item 3: `validate` with stdout on a full device ended in a traceback."""
+    done = subprocess.run(f"{sys.executable} -m {command} {redirect}", shell=True, cwd=REPO, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "error: cannot write the output: " in done.stderr and "(standard output)" in done.stderr
+
+
 def test_schema_is_json_schema() -> None:
     r = run("schema")
     schema = json.loads(r.stdout)

@@ -4,6 +4,7 @@ no traceback), and the text parsers stream (issue 16 item 4). Inputs are the rec
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -107,6 +108,20 @@ def test_fio_json_over_the_bound_is_refused_with_it(tmp_path: Path, monkeypatch:
     shutil.copy(RECORDED["fio"], path)
     with pytest.raises(ParseError, match=r"larger than 0 MiB, the bound on fio JSON output \(it is read whole\)"):
         parse_file("fio", path)
+
+
+def test_an_integer_past_pythons_digit_limit_is_a_parse_error(tmp_path: Path) -> None:
+    """Issue 43 item 3: an integer of 5,000 digits in fio's JSON raised ValueError (Python's 4,300-digit int-string
+    limit) from inside the JSON decoder, a traceback. It is read as a float, inf, which the models refuse."""
+    text = RECORDED["fio"].read_text()
+    number = re.search(r'(?<="bw_bytes" : )[0-9]+', text)
+    assert number is not None
+    path = tmp_path / "huge.json"
+    path.write_text(text[:number.start()] + "9" * 5000 + text[number.end():])
+    with pytest.raises(ParseError) as err:
+        parse_file("fio", path)
+    assert str(path) in str(err.value) and "bw_bytes: input should be a finite number" in str(err.value)
+    assert "9" * 100 not in str(err.value)
 
 
 def test_a_line_longer_than_the_bound_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
