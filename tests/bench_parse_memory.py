@@ -2,8 +2,9 @@
 
     .venv/bin/python tests/bench_parse_memory.py [MB ...]    (default: 300 and 1000 MB of NCCL INFO lines)
 
-Each log is the recorded nccl-tests (or ib_write_bw) output with its INFO (banner) lines repeated up to the size
-(tests/big_logs.py); the child's peak RSS must stay within BOUND_MIB of its RSS on the recorded file.
+Each log is the recorded nccl-tests (or ib_write_bw) output with its INFO (banner) lines repeated up to the size, or
+the whole nccl-tests log repeated, run after run (tests/big_logs.py); the child's peak RSS must stay within
+BOUND_MIB of its RSS on the recorded file.
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.big_logs import NCCL, PERFTEST, nccl_log, peak_rss, perftest_log
+from tests.big_logs import NCCL, PERFTEST, nccl_log, nccl_runs_log, peak_rss, perftest_log
 
 BOUND_MIB = 32
 
 
 def main(sizes: list[int]) -> int:
     bad = 0
-    for tool, small, make in (("nccl", NCCL, nccl_log), ("ib_write_bw", PERFTEST, perftest_log)):
+    for tool, small, make in (("nccl", NCCL, nccl_log), ("nccl", NCCL, nccl_runs_log),
+                              ("ib_write_bw", PERFTEST, perftest_log)):
         rc, base, err = peak_rss(tool, small)
         print(f"{tool}: recorded file ({small.stat().st_size} B): exit {rc}, peak RSS {base / 1024:.1f} MiB")
         for mb in sizes:
@@ -34,8 +36,9 @@ def main(sizes: list[int]) -> int:
             grew = (rss - base) / 1024
             ok = rc == 0 and grew <= BOUND_MIB
             bad += not ok
-            print(f"{tool}: {mb} MB log: exit {rc}, peak RSS {rss / 1024:.1f} MiB (+{grew:.1f} MiB over the "
-                  f"recorded file; bound +{BOUND_MIB} MiB), {took:.1f} s, {'ok' if ok else 'OVER: ' + err[-300:]}")
+            print(f"{tool} ({make.__name__}): {mb} MB log: exit {rc}, peak RSS {rss / 1024:.1f} MiB "
+                  f"(+{grew:.1f} MiB over the recorded file; bound +{BOUND_MIB} MiB), {took:.1f} s, "
+                  f"{'ok' if ok else 'OVER: ' + err[-300:]}")
     return 1 if bad else 0
 
 

@@ -2,7 +2,8 @@
 
 ``nccl_log`` repeats the NCCL INFO lines of a recorded nccl-tests run (tests/fixtures/nccl, cited in its README)
 ahead of its results table, as NCCL_DEBUG=INFO output from many ranks would; ``perftest_log`` repeats the banner
-lines of a recorded ib_write_bw client. Both are mutations of real output: the table itself is left as recorded.
+lines of a recorded ib_write_bw client; ``nccl_runs_log`` repeats a whole recorded nccl-tests log, runs after runs.
+All are mutations of real output: the tables themselves are left as recorded.
 ``peak_rss`` runs ``clustersmith parse`` in a child and returns the child's own peak resident set (os.wait4).
 """
 
@@ -35,6 +36,17 @@ def _repeat(path: Path, out: Path, size: int, noise: list[str], before: int) -> 
 def nccl_log(out: Path, size: int) -> Path:
     lines = NCCL.read_text(encoding="utf-8").splitlines(keepends=True)
     return _repeat(NCCL, out, size, [ln for ln in lines if "NCCL INFO" in ln], before=2)
+
+
+def nccl_runs_log(out: Path, size: int) -> Path:
+    """The recorded nccl-tests log whole, again and again until ``size``: a job that ran the sweep many times into
+    one file (issue 43: ``parse nccl`` held every run, then its JSON)."""
+    run = NCCL.read_bytes()
+    block = run * max(1, (1 << 20) // len(run))
+    with out.open("wb") as f:
+        while f.tell() < size:
+            f.write(block)
+    return out
 
 
 def perftest_log(out: Path, size: int) -> Path:

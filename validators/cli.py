@@ -27,7 +27,7 @@ from rich.table import Table
 
 from blueprints.blueprint import load_blueprint
 from validators.evaluate import evaluate, select
-from validators.parse import PARSERS, parse_file
+from validators.parse import PARSERS, write_parsed
 from validators.report import RunReport, refuse_foreign, write_all
 from validators.results import Results
 
@@ -137,4 +137,5 @@ def accept(build_dir: Path, results_dir: Path | None, destructive: bool, only: t
 @click.argument("file", type=click.Path(path_type=Path))  # validators.source refuses what is not a regular file
 def parse(tool: str, file: Path) -> None:
     """Print a tool's output file as its typed result, in JSON."""
-    click.echo(parse_file(tool, file).model_dump_json(indent=2))
+    write_parsed(tool, file, lambda text: click.echo(text, nl=False))
+    click.echo()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from pathlib import Path
 from typing import Literal
@@ -223,7 +223,13 @@ class _Run:
 def parse_nccl_log_lines(text_lines: Iterable[str], source: str = "<nccl-tests>", start: int = 1) -> NcclLog:
     """Every run of nccl-tests text output, read a line at a time (memory does not grow with the NCCL INFO lines
     around it)."""
-    runs: list[NcclRun] = []
+    return NcclLog(source=source, runs=tuple(iter_nccl_runs(text_lines, source, start)))
+
+
+def iter_nccl_runs(text_lines: Iterable[str], source: str = "<nccl-tests>", start: int = 1) -> Iterator[NcclRun]:
+    """Each run of nccl-tests text output as soon as it ends, so a log of many runs is never held whole (``parse
+    nccl`` streams them out); a file with none is a ParseError once it is read."""
+    found = 0
     run = _Run(start)
     first = ""
     for n, raw in enumerate(text_lines, start=start):
@@ -235,7 +241,8 @@ def parse_nccl_log_lines(text_lines: Iterable[str], source: str = "<nccl-tests>"
                      or (set(words) >= HEADER_WORDS and run.rows))
             if opens and run.started:  # the next run begins: the one before ends here, footer or not
                 if run.rows:
-                    runs.append(run.done(source))
+                    found += 1
+                    yield run.done(source)
                 run = _Run(n)
             try:
                 if set(words) >= HEADER_WORDS:
@@ -271,11 +278,11 @@ def parse_nccl_log_lines(text_lines: Iterable[str], source: str = "<nccl-tests>"
             run.header = known.split()
         run.rows.append(_row(run.header, tokens, source, n))
     if run.rows:
-        runs.append(run.done(source))
-    if not runs:
+        found += 1
+        yield run.done(source)
+    if not found:
         raise parse_error(source, "nccl-tests", "(document)", "expected a results table (a '#  size  count ... busbw' "
                           "header and data rows)", first or "an empty file")
-    return NcclLog(source=source, runs=tuple(runs))
 
 
 def parse_nccl_lines(text_lines: Iterable[str], source: str = "<nccl-tests>", start: int = 1) -> NcclRun:
@@ -364,6 +371,11 @@ def parse_nccl(text: str, source: str = "<nccl-tests>") -> NcclRun:
 def parse_nccl_file(path: Path) -> NcclLog:
     """A file of nccl-tests output: JSON (bounded, read whole, one run) when its first non-blank line opens an
     object, else every run of the text, streamed."""
+    return NcclLog(source=str(path), runs=tuple(iter_nccl_file(path)))
+
+
+def iter_nccl_file(path: Path) -> Iterator[NcclRun]:
+    """The runs of ``parse_nccl_file``, one at a time."""
     stream = lines(path)
     head, skipped = "", 0
     for head in stream:
@@ -372,6 +384,6 @@ def parse_nccl_file(path: Path) -> NcclLog:
         skipped += 1
     if head.lstrip().startswith("{"):
         stream.close()
-        run = parse_nccl_json(document(path, "nccl-tests JSON", MAX_JSON), str(path))
-        return NcclLog(source=str(path), runs=(run,))
-    return parse_nccl_log_lines(chain([head], stream), str(path), start=skipped + 1)
+        yield parse_nccl_json(document(path, "nccl-tests JSON", MAX_JSON), str(path))
+        return
+    yield from iter_nccl_runs(chain([head], stream), str(path), start=skipped + 1)

@@ -16,9 +16,9 @@ import pytest
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from blueprints.render import build
-from tests.big_logs import NCCL, PERFTEST, nccl_log, peak_rss
+from tests.big_logs import NCCL, PERFTEST, nccl_log, nccl_runs_log, peak_rss
 from validators.errors import ParseError
-from validators.parse import parse_file
+from validators.parse import parse_file, write_parsed
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -172,6 +172,23 @@ def test_nccl_parse_memory_stays_flat_on_a_long_log(tmp_path: Path) -> None:
     rc, rss, err = peak_rss("nccl", nccl_log(tmp_path / "big.txt", 24 << 20))
     assert rc == 0, err
     assert rss - base < 16 * 1024, f"peak RSS grew {(rss - base) / 1024:.1f} MiB on a 24 MiB log"
+
+
+def test_nccl_parse_streams_a_log_of_many_runs(tmp_path: Path) -> None:
+    """Issue 43 item 3: the parser streamed, the command held every run and then their JSON (2.4 GiB for a 100 MB
+    log of runs, 2026-12-07). It writes a run at a time, the same text as the whole model's JSON."""
+    log = nccl_runs_log(tmp_path / "runs.txt", 4 << 20)
+    _, base, _ = peak_rss("nccl", NCCL)
+    rc, rss, err = peak_rss("nccl", log)
+    assert rc == 0, err
+    assert rss - base < 16 * 1024, f"peak RSS grew {(rss - base) / 1024:.1f} MiB on a 4 MiB log of runs"
+    few = tmp_path / "few.txt"
+    few.write_bytes(NCCL.read_bytes() * 3)
+    for path in (NCCL, few):
+        streamed: list[str] = []
+        write_parsed("nccl", path, streamed.append)
+        assert "".join(streamed) == parse_file("nccl", path).model_dump_json(indent=2)
+    assert len(parse_file("nccl", few).runs) == 3  # type: ignore[attr-defined]
 
 
 # Values no hardware produces (issue 37, item 5): each recorded file with one number made negative is refused where it
