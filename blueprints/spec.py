@@ -158,6 +158,10 @@ class AwsTarget(Strict):
 
     @model_validator(mode="after")
     def _network(self) -> AwsTarget:
+        az = self.availability_zone
+        if az is not None and not re.fullmatch(rf"{re.escape(self.region)}(-[a-z]+-\d+)?[a-z]", az):
+            raise RuleError("availability_zone", f"availability_zone {az!r} is not a zone of region {self.region!r}; "
+                                                 f"expected one such as {self.region + 'a'!r}")
         check_management_network(self.management_network, "aws", 16, 20,
                                  "an AWS VPC is /16 to /28, and the stack carves compute, FSx (/22) and public "
                                  "(/24) subnets from it")
@@ -180,6 +184,9 @@ class GcpTarget(Strict):
 
     @model_validator(mode="after")
     def _network(self) -> GcpTarget:
+        if self.zone is not None and not re.fullmatch(rf"{re.escape(self.region)}-[a-z]", self.zone):
+            raise RuleError("zone", f"zone {self.zone!r} is not a zone of region {self.region!r}; expected one such "
+                                    f"as {self.region + '-a'!r}")
         check_management_network(self.management_network, "gcp", 8, 20,
                                  "the stack carves the hosts' two gVNIC subnets from it")
         return self

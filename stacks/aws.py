@@ -24,7 +24,8 @@ import pulumi
 import pulumi_aws as aws
 
 from blueprints.blueprint import Blueprint
-from stacks.component import FleetOut, HostOut, RailOut, carve, prefix_for, stack_outputs
+from blueprints.subnets import carve, management_subnets
+from stacks.component import FleetOut, HostOut, RailOut, stack_outputs
 from stacks.config import StackConfig
 from stacks.model import CloudClusterArgs, ClusterArgs, StackError, fleets_of
 
@@ -95,7 +96,7 @@ class AwsCluster(pulumi.ComponentResource):
             return {**tags, "Name": f"{args.design}-{extra}"}
 
         mons = args.of_role("monitoring")
-        compute_cidr, fsx_cidr, public_cidr = carve(args.network, [prefix_for(len(args.machines)), 22, 24])
+        compute_cidr, fsx_cidr, public_cidr = carve(args.network, management_subnets("aws", len(args.machines)))
         self.vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=args.network, enable_dns_hostnames=True,
                                enable_dns_support=True,
                                tags=tagged("vpc"), opts=child)

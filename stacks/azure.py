@@ -21,7 +21,8 @@ import pulumi
 from pulumi_azure_native import compute, network, resources, storagecache
 
 from blueprints.blueprint import Blueprint
-from stacks.component import FleetOut, HostOut, RailOut, carve, prefix_for, stack_outputs
+from blueprints.subnets import carve, management_subnets
+from stacks.component import FleetOut, HostOut, RailOut, stack_outputs
 from stacks.config import StackConfig
 from stacks.model import CloudClusterArgs, ClusterArgs, StackError, fleets_of
 
@@ -29,7 +30,6 @@ from stacks.model import CloudClusterArgs, ClusterArgs, StackError, fleets_of
 HPC_IMAGE = {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}
 DEFAULT_USER = "azureuser"
 OS_DISK_GB = 256
-AMLFS_SUBNET_PREFIX = 24  # "at least a /24 subnet mask" (storagecache AmlFilesystem filesystem_subnet)
 MAINTENANCE = {"day_of_week": "Sunday", "time_of_day_utc": "02:00"}
 
 
@@ -90,7 +90,7 @@ class AzureCluster(pulumi.ComponentResource):
         tags = args.labels.tags()
         loc = args.location
         mons = args.of_role("monitoring")
-        compute_cidr, lustre_cidr = carve(args.network, [prefix_for(len(args.machines)), AMLFS_SUBNET_PREFIX])
+        compute_cidr, lustre_cidr = carve(args.network, management_subnets("azure", len(args.machines)))
 
         self.group = resources.ResourceGroup(f"{name}-rg", location=loc, tags=tags, opts=child)
         rg = self.group.name

@@ -1,10 +1,10 @@
-"""What every target's ``ComponentResource`` shares: host records, the ``clustersmith`` output, subnets."""
+"""What every target's ``ComponentResource`` shares: host records, the ``clustersmith`` output, subnets
+(``carve`` and ``prefix_for`` live in blueprints/subnets.py, where the planner checks the same layout)."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,28 +86,6 @@ def stack_outputs(design: str, provider: str, hosts: list[HostOut],
     return pulumi.Output.all(fs, *fleet_values, *[h.value() for h in hosts]).apply(lambda parts: json.dumps({
         "design": design, "provider": provider, "file_system": json.loads(parts[0]),
         "fleets": [json.loads(f) for f in parts[1:1 + n]], "hosts": [json.loads(h) for h in parts[1 + n:]]}))
-
-
-def prefix_for(hosts: int, at_most: int = 24) -> int:
-    """The longest prefix whose subnet holds ``hosts`` addresses plus five the clouds reserve, at most /at_most."""
-    return min(at_most, 32 - math.ceil(math.log2(hosts + 5)))
-
-
-def carve(parent: str, prefixes: list[int]) -> list[str]:
-    """Consecutive, aligned subnets of ``parent`` with the given prefix lengths, largest first in address order."""
-    net = ipaddress.IPv4Network(parent)
-    order = sorted(range(len(prefixes)), key=lambda i: prefixes[i])
-    out: dict[int, str] = {}
-    cursor = int(net.network_address)
-    for i in order:
-        size = 2 ** (32 - prefixes[i])
-        cursor = (cursor + size - 1) // size * size
-        sub = ipaddress.IPv4Network((cursor, prefixes[i]))
-        if not sub.subnet_of(net):
-            raise ValueError(f"{parent} cannot hold subnets of /{sorted(prefixes)}")
-        out[i] = str(sub)
-        cursor += size
-    return [out[i] for i in range(len(prefixes))]
 
 
 def nth_address(cidr: str, n: int) -> str:

@@ -28,12 +28,12 @@ import pulumi_gcp as gcp
 
 from blueprints.blueprint import Blueprint
 from blueprints.fleet_plan import Fleet
-from stacks.component import FleetOut, HostOut, RailOut, carve, prefix_for, stack_outputs
+from blueprints.subnets import carve, management_subnets, prefix_for
+from stacks.component import FleetOut, HostOut, RailOut, stack_outputs
 from stacks.config import StackConfig
 from stacks.model import CloudClusterArgs, ClusterArgs, StackError, fleets_of
 
 RDMA_MACHINE_TYPES = ("a3-ultragpu-8g", "a4-highgpu-8g")
-HOST_NICS = 2  # gVNICs on regular VPCs, before the RDMA NICs
 # design defaults (not performance figures)
 GPU_IMAGE = "projects/ubuntu-os-accelerator-images/global/images/family/ubuntu-accelerator-2204-amd64-with-nvidia-570"
 MONITORING_IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts"
@@ -101,11 +101,10 @@ class GcpCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         labels = args.labels.labels()
         gpus, mons = args.fleets.fleets, args.of_role("monitoring")
-        host_prefix = prefix_for(len(args.machines))
         rail_prefix = prefix_for(sum(f.size for f in gpus))
         # both gVNIC subnets inside the management network; the monitoring ports are reachable from it alone
         # (each host network's one ingress rule admits its own subnet)
-        host_cidrs = carve(args.network, [host_prefix] * HOST_NICS)
+        host_cidrs = carve(args.network, management_subnets("gcp", len(args.machines)))
         rail_cidrs = carve("10.128.0.0/9", [rail_prefix] * args.rails)
 
         self.host_networks: list[gcp.compute.Network] = []

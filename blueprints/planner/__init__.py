@@ -22,7 +22,7 @@ from blueprints.planner.hosts import host_groups
 from blueprints.planner.lab import plan_lab, with_own_namespaces
 from blueprints.planner.monitoring import plan_monitoring
 from blueprints.planner.nccl import plan_nccl
-from blueprints.planner.network import plan_management_network
+from blueprints.planner.network import check_management_fits, plan_management_network
 from blueprints.planner.qos import plan_qos
 from blueprints.planner.storage import plan_storage
 from blueprints.planner.storage_fabric import plan_storage_fabric
@@ -91,6 +91,7 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
         lab = with_own_namespaces(lab, storage.nvmeof)
     network = plan_management_network(req)
     hosts = host_groups(ctx, compute, storage)
+    check_management_fits(ctx, network, hosts)
     monitoring = plan_monitoring(ctx, compute, storage, network, hosts)
     acceptance = plan_acceptance(ctx, compute, fabric, qos, nccl, storage)
     notes: list[str] = []

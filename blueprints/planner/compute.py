@@ -118,7 +118,13 @@ def plan_compute(ctx: PlanContext) -> ComputePlan:
         storage_nics = rails
     else:
         n = ceil_div(gpus, per_node)
-        nodes = traced(n, ["compute.gpus"], "compute.nodes_from_gpus", f"ceil({gpus} / {per_node}) = {n}")
+        if n * per_node != gpus:  # rounding up silently built GPUs nobody asked for (issue 43)
+            lower, upper = (n - 1) * per_node, n * per_node
+            built = f"{n} node{'s' if n > 1 else ''}, {upper} GPUs"
+            raise ctx.infeasible("compute.gpus", f"{gpus} GPUs do not fill whole nodes: {node_type.value} holds "
+                                 f"{per_node}, so the plan would build {built}; expected a multiple of {per_node}, "
+                                 "such as " + (f"{lower} or {upper}" if lower else f"{upper}"))
+        nodes = traced(n, ["compute.gpus"], "compute.nodes_from_gpus", f"{gpus} / {per_node} = {n}")
         rails_t = traced(rails, ["compute.accelerator"], "compute.one_rail_per_nic",
                          f"{rails} NICs per {node_type.value}")
     return ComputePlan(

@@ -182,6 +182,7 @@ LAYERS = (
      "blueprints.signals",  # SIGINT/SIGTERM exit codes: the standard library only, installed before anything
      "blueprints.textsafe",  # escaping user text for the generated files' formats
      "blueprints.yamltext",  # YAML text of large documents, libyaml's layout
+     "blueprints.subnets",  # the subnets the cloud stacks carve from the management network, checked by the planner
      "blueprints.yaml11",  # where YAML 1.1 reads a spec value otherwise than YAML 1.2, and merges in YAML's order
      "blueprints.traced",  # a planned value with its derived_from, for the Blueprint and the lab plan alike
      "blueprints.blueprint.check_args",  # a check's tool arguments, typed per tool family, for the Blueprint's checks
