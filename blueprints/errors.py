@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from blueprints.textsafe import one_line
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -17,12 +19,23 @@ class Problem:
     hint: str | None = None  # e.g. "did you mean 'training_set'?"
 
     def render(self, filename: str = "") -> str:
+        """One line: ``file:line: path: message (got value); hint``. Control characters anywhere in it (a key, a
+        value, a file name) are written as escapes, so input cannot clear or retitle the reader's terminal, and a
+        value longer than ``LONGEST_VALUE`` is cut, its length said."""
         where = f"{filename}:{self.line}" if self.line and filename else (filename or "")
         head = f"{where}: " if where else ""
         at = self.path or "(document)"
-        got = f" (got {self.value})" if self.value is not None else ""
+        got = f" (got {_cut(self.value)})" if self.value is not None else ""
         hint = f"; {self.hint}" if self.hint else ""
-        return f"{head}{at}: {self.message}{got}{hint}"
+        return one_line(f"{head}{at}: {self.message}{got}{hint}")
+
+
+LONGEST_VALUE = 80  # characters of a value echoed whole; longer ones are cut to SHOWN_VALUE and their length said
+SHOWN_VALUE = 60
+
+
+def _cut(value: str) -> str:
+    return value if len(value) <= LONGEST_VALUE else f"{value[:SHOWN_VALUE]}... ({len(value):,} characters)"
 
 
 @dataclass

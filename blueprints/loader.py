@@ -13,6 +13,7 @@ import re
 import stat
 import types
 import typing
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -234,10 +235,29 @@ def _value_at(doc: Any, path: tuple[str | int, ...]) -> Any:
 
 def _did_you_mean(word: str, choices: list[str]) -> str | None:
     prefixed = [c for c in choices if c.lower().startswith(word.lower()) and word]
-    if len(prefixed) == 1:
-        return f"did you mean {prefixed[0]!r}?"
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.5)
-    return f"did you mean {close[0]!r}?" if close else None
+    close = prefixed if len(prefixed) == 1 else difflib.get_close_matches(word, choices, n=1, cutoff=0.5)
+    if not close:
+        return None
+    return f"did you mean {close[0]!r}?" + _look_alikes(word, close[0])
+
+
+def _look_alikes(word: str, suggestion: str) -> str:
+    """Where ``word`` holds characters outside ASCII that the suggestion does not (a Cyrillic 'а', a Unicode dash),
+    name them by code point: printed side by side, the two can look the same."""
+    odd = [(i, ch) for i, ch in enumerate(word) if ord(ch) > 127 and ch not in suggestion]
+    if not odd:
+        return ""
+    named = ", ".join(f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')} at character {i + 1}" for i, ch in odd[:3])
+    more = f" and {len(odd) - 3} more" if len(odd) > 3 else ""
+    return f" (what you wrote has {named}{more}, not the ASCII character it looks like)"
+
+
+def _other_targets(model: type[BaseModel] | None, key: str) -> list[str]:
+    """The providers whose target takes ``key``, where ``model`` is a target that does not."""
+    if model is None or "provider" not in model.model_fields:
+        return []
+    targets = _tag_map(_unwrap(Requirements.model_fields["target"].annotation))
+    return [tag for tag, other in targets.items() if other is not model and key in other.model_fields]
 
 
 def _nearest_line(lines: dict[tuple[str | int, ...], int], path: tuple[str | int, ...]) -> int | None:
@@ -268,7 +288,13 @@ def _problem(err: Any, doc: Any, lines: dict[tuple[str | int, ...], int]) -> Pro
         _, parent_model = _resolve(loc[:-1])
         allowed = list(parent_model.model_fields) if parent_model else []
         message = f"unknown key {path[-1]!r}; expected one of: {', '.join(allowed)}"
-        hint = _did_you_mean(str(path[-1]), allowed)
+        owners = _other_targets(parent_model, str(path[-1]))
+        if owners and parent_model is not None:  # GCP's `project` on an AWS target: no "did you mean 'provider'?"
+            this = typing.get_args(_unwrap(parent_model.model_fields["provider"].annotation))[0]
+            message = (f"unknown key {path[-1]!r} for the {this} target (a key of the {', '.join(owners)} "
+                       f"target{'s' if len(owners) > 1 else ''}); expected one of: {', '.join(allowed)}")
+        else:
+            hint = _did_you_mean(str(path[-1]), allowed)
         value = None
     elif kind == "missing":
         message = "required key is missing"
@@ -287,6 +313,9 @@ def _problem(err: Any, doc: Any, lines: dict[tuple[str | int, ...], int]) -> Pro
         value = repr(ctx.get("tag"))
         message = f"unknown provider; expected one of: {', '.join(choices)}"
         hint = _did_you_mean(str(ctx.get("tag")), choices)
+    elif kind == "string_pattern_mismatch" and model is not None and path and str(path[-1]) in model.model_fields:
+        desc = model.model_fields[str(path[-1])].description  # the field's own words, never the raw regex
+        message = f"expected {desc}" if desc else "expected a value of the documented form"
     elif kind == "union_tag_not_found":
         message = "key 'provider' is missing; expected one of: aws, gcp, azure, baremetal, lab"
     elif isinstance(original, RuleError):

@@ -27,6 +27,7 @@ def invalid(source: str, tool: str, where: str, exc: ValidationError) -> ParseEr
 
 
 def _short(value: object, limit: int = 60) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    text = text.strip().replace("\n", "\\n")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """The value as the problem line shows it: stripped, cut to ``limit`` with its length said (Problem.render
+    escapes what is left)."""
+    text = (value if isinstance(value, str) else repr(value)).strip()
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
