@@ -40,7 +40,8 @@ def build(bp: Blueprint, cfg: StackConfig, program_dir: Path | None = None) -> C
 
 
 def run(blueprint: Path) -> None:
-    """Entry point of ``out/<name>/pulumi/__main__.py``."""
+    """Entry point of ``out/<name>/pulumi/__main__.py``. ``blueprint`` is the build folder's link, not resolved:
+    the machines file the user fills in is the real file in the build folder's pulumi/, never the generated one."""
     bp = load_blueprint(blueprint)
-    cluster = build(bp, read_config(), Path(blueprint).resolve().parent / "pulumi")
+    cluster = build(bp, read_config(), Path(blueprint).absolute().parent / "pulumi")
     pulumi.export(OUTPUT_NAME, cluster.outputs)

@@ -46,6 +46,8 @@ def _spec(example: str, provider: str) -> dict[str, Any]:
     if doc["target"]["provider"] != provider:  # an instance type names its own provider's machine
         doc["target"] = TARGETS[provider]
         doc["compute"].pop("instance_type", None)
+        if provider != "lab" and doc["compute"]["gpus"] % 8:  # the lab's 2 GPU clients: one whole 8-GPU node
+            doc["compute"]["gpus"] = 8
     return doc
 
 

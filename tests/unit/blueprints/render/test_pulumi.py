@@ -32,10 +32,10 @@ def test_project_stack_and_program_are_written(out: Path, name: str) -> None:
     assert project["runtime"]["name"] == "python"
     stack = yaml.safe_load((folder / f"Pulumi.{name}.yaml").read_text())
     assert isinstance(stack["config"], dict)
-    main = (folder / "__main__.py").read_text().splitlines()
+    main = [line for line in (folder / "__main__.py").read_text().splitlines() if not line.startswith("#")]
     assert len(main) == 3
     assert main[1] == "from stacks.program import run"
-    assert '"blueprint.yaml"' in main[2]
+    assert '"blueprint.yaml"' in main[2] and ".resolve()" not in main[2]  # the user's machines.yaml is beside the link
     compile("\n".join(main), "__main__.py", "exec")
 
 
