@@ -88,12 +88,30 @@ def build(spec: Path, output: Path, secrets_file: Path | None) -> None:
     secrets_path = locate_secrets(bp, output / bp.name, secrets_file)  # reads only
     # The secrets file is made or completed only once the tree is rendered and linked, just before the swap: a build
     # refused for any reason (a folder it may not write, a full disk, a bad secrets file) leaves none behind.
+    def say(line: str) -> None:
+        out.print(line, highlight=False)
+
     folder, files = render_build(bp, output, notice=lambda line: out.print(f"[yellow]{line}[/]", highlight=False),
                                  secrets_file=secrets_path,
-                                 before_swap=lambda: ensure_secrets(bp, output / bp.name, secrets_file))
+                                 before_swap=lambda: ensure_secrets(bp, output / bp.name, secrets_file, notice=say))
     out.print(f"[green]built[/] {folder} ({len(files)} files)")
     for f in files:
         out.print(f"  {f}")
+    for line in next_steps(bp, folder):
+        say(line)
+
+
+def next_steps(bp: Blueprint, folder: Path) -> list[str]:
+    """What a user does after ``build``, by target: the files to fill in, then the command that comes next."""
+    if bp.target.provider == "lab":
+        return ["next: boot the lab and write its inventory:", f"  clustersmith lab up {folder}"]
+    steps = ["next:"]
+    if bp.target.provider == "baremetal" and bp.target.machines == "static":
+        steps.append(f"  fill in every CHANGE_ME of {folder / 'pulumi' / 'machines.yaml'} (your racks' addresses "
+                     "and NIC names)")
+    steps.append(f"  clustersmith deploy {folder} --ssh-public-key ~/.ssh/id_ed25519.pub   (pulumi up, the inventory, "
+                 "site.yml, then accept)")
+    return steps
 
 
 @cli.command("explain")

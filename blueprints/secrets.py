@@ -306,9 +306,19 @@ def locate(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:
     return path
 
 
-def ensure(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:
+def _unplanned(store: ClusterSecrets, hosts: Iterable[str], targets: Iterable[str], entities: Iterable[str]) -> int:
+    """Entries for hosts, targets and Ceph entities this plan no longer has (a larger design's, built before)."""
+    keys = store.ceph.keys if store.ceph else {}
+    return (len(set(store.nvme_dhchap.hosts) - set(hosts)) + len(set(store.nvme_dhchap.controllers) - set(targets))
+            + len(set(keys) - set(entities)))
+
+
+def ensure(bp: Blueprint, build_folder: Path, path: Path | None = None,
+           notice: Callable[[str], None] = lambda _: None) -> Path:
     """Load, complete or create the secrets file of ``bp``'s cluster; returns its absolute path (rules: module
-    doc). Bad input (a bad file, a user's file without an entry the Blueprint needs) raises ClusterSmithError."""
+    doc) and tells ``notice`` what it did: created, added entries, or read, and how many entries name hosts the plan
+    no longer has (never removed: a rebuild does not take a secret away; pruning is the user's edit). Bad input (a
+    bad file, a user's file without an entry the Blueprint needs) raises ClusterSmithError."""
     path = (path or default_path(bp.name)).expanduser().absolute()
     _check_place(path, build_folder)
     hosts, targets = needed(bp)
@@ -322,11 +332,18 @@ def ensure(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:
                 ceph=_grown_ceph(None, entities)))
         except OSError as exc:
             raise _bad(path, f"cannot write it: {exc.strerror or exc}; expected a folder this user can write") from None
+        notice(f"secrets: created {path} (mode 0600); keep it, outside the repository: every rebuild of {bp.name} "
+               "reads it, and the deployed hosts hold its keys")
         return path
     text, _ = _read(path)
     store = parse(text, path, bp.name)
     missing = _missing(store, hosts, targets, entities)
+    stale = _unplanned(store, hosts, targets, entities)
+    if stale:
+        notice(f"secrets: {path} holds {stale} entries for hosts this plan no longer has; kept (a rebuild never "
+               "removes a secret): delete them from the file to prune it")
     if not missing:
+        notice(f"secrets: read {path}")
         return path
     if not text.startswith(HEADER_MARK):
         raise ClusterSmithError(missing, str(path), "secrets file (yours, read only) lacks entries")
@@ -339,4 +356,5 @@ def ensure(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:
         _write(path, grown)
     except OSError as exc:
         raise _bad(path, f"cannot add the new hosts' entries: {exc.strerror or exc}") from None
+    notice(f"secrets: added {len(missing)} entries for new hosts to {path}")
     return path

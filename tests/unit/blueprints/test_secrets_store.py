@@ -185,3 +185,17 @@ def test_a_file_inside_the_build_or_the_repository_is_refused(tmp_path: Path) ->
         done = build(LAB, tmp_path / "out", tmp_path / "unused", "--secrets", place)
         assert done.returncode == 2 and "--secrets" in done.stderr and "expected a path outside" in done.stderr
         assert not place.exists()
+
+
+def test_build_says_what_it_did_with_the_secrets_file_and_what_it_keeps(tmp_path: Path) -> None:
+    """Issue 43 item 4: `build` never said it made or extended the store, nor that a larger design built before
+    under the same name left entries a smaller one keeps (pruning is the user's explicit edit)."""
+    secrets_dir = tmp_path / "secrets"
+    path = secrets_dir / "lab.yml"
+    said = [" ".join(build(lab_spec(tmp_path, n), tmp_path / "out", secrets_dir).stdout.split()) for n in (2, 4, 2)]
+    assert f"secrets: created {path} (mode 0600)" in said[0]
+    assert f"secrets: added 4 entries for new hosts to {path}" in said[1]  # two DH-CHAP secrets, two cephx keys
+    assert f"secrets: {path} holds 4 entries for hosts this plan no longer has; kept (a rebuild never removes a " \
+           "secret): delete them from the file to prune it" in said[2] and f"secrets: read {path}" in said[2]
+    assert sorted(load(path).nvme_dhchap.hosts) == ["client-1", "client-2", "client-3", "client-4"]
+    assert "next: boot the lab and write its inventory: clustersmith lab up " in said[0]
