@@ -27,7 +27,11 @@ demo: venv
 	$(BIN)/clustersmith validate $(SPEC)
 	$(BIN)/clustersmith plan $(SPEC)
 	$(BIN)/clustersmith build $(SPEC) -o $(OUT)
-	$(BIN)/clustersmith explain $(OUT)/$$(basename $(SPEC) .yaml) acceptance.storage.read_throughput
+	$(BIN)/clustersmith explain $(OUT)/$$($(BIN)/python -c "$$DESIGN_NAME" $(SPEC)) acceptance.storage.read_throughput
+
+# The build folder is named by the spec's metadata.name, whatever the file is called (make demo SPEC=my.yaml).
+export DESIGN_NAME = import sys; from pathlib import Path; from blueprints.loader import load_requirements; \
+print(load_requirements(Path(sys.argv[1])).metadata.name)
 
 # The unit tier runs on three workers that steal each other's queued tests: many tests wait on real tools, sleeps and
 # timeouts, so a third worker fills the two cores' idle time (side by side on 2 cores, 2026-12-06: -n 2 164 s, -n 3

@@ -15,10 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from blueprints.blueprint import Blueprint, load_blueprint
-from blueprints.commands import RegistryGroup, run
+from blueprints.commands import RegistryGroup, output_console, run
 from blueprints.errors import ClusterSmithError
 from blueprints.explain import explain, render_explanation
 from blueprints.loader import load_requirements, requirement_lines
@@ -30,7 +29,7 @@ from blueprints.secrets import locate as locate_secrets
 from blueprints.spec import Requirements
 from blueprints.summary import print_summary
 
-out = Console(soft_wrap=True)
+out = output_console()
 
 
 def plan_file(spec: Path) -> Blueprint:

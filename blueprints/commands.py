@@ -90,6 +90,16 @@ class RegistryGroup(click.Group):
                 formatter.write_dl(rows)
 
 
+PIPED_WIDTH = 1000  # columns a table may take when stdout is a file or a pipe: wide enough that no cell is cut
+
+
+def output_console() -> Console:
+    """The commands' stdout: a terminal's own width; piped or redirected with no COLUMNS set, wide enough that no
+    table cell is cut (rich draws 80 columns there and ends cells with '…': check ids, spec paths, pool names)."""
+    piped = sys.stdout is not None and not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(soft_wrap=True, width=PIPED_WIDTH if piped else None)
+
+
 # Errors of a write to standard output: a full device (ENOSPC, EDQUOT), a reader gone (EPIPE), a closed or
 # unwritable descriptor (EBADF, EIO).
 _OUTPUT_ERRORS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EPIPE, errno.EBADF, errno.EIO))

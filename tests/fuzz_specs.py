@@ -99,7 +99,15 @@ def m_swap(rng: random.Random, doc: Any) -> None:
 
 
 def m_number(rng: random.Random, doc: Any) -> None:
-    _set(doc, rng.choice(_leaves(doc)), rng.choice(NUMBERS))
+    """A number in place of a leaf; half the time, where the leaf is a quantity (``500TB``, ``>=20MB/s``), in place of
+    its number only, so the unit stays and the value, not the missing unit, is what gets judged."""
+    path = rng.choice(_leaves(doc))
+    value, number = _get(doc, path), rng.choice(NUMBERS)
+    quantity = re.fullmatch(r"([<>=≤≥]*)\s*[0-9.eE+-]+\s*([A-Za-zμµ/%]+)", value) if isinstance(value, str) else None
+    if quantity is not None and rng.random() < 0.5:
+        _set(doc, path, f"{quantity.group(1)}{number}{quantity.group(2)}")
+    else:
+        _set(doc, path, number)
 
 
 def m_string(rng: random.Random, doc: Any) -> None:

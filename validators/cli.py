@@ -21,17 +21,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from blueprints.blueprint import load_blueprint
+from blueprints.commands import output_console
 from validators.evaluate import evaluate, select
 from validators.parse import PARSERS, write_parsed
 from validators.report import RunReport, refuse_foreign, write_all
 from validators.results import Results
 
-out = Console(soft_wrap=True)  # messages and report paths stay whole lines
+out = output_console()  # messages and report paths stay whole lines; no table cell cut when piped
 STYLE = {"pass": "green", "fail": "red", "warn": "yellow", "info": "blue", "not_applicable": "dim",
          "setup_error": "magenta"}
 

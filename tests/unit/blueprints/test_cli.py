@@ -28,6 +28,16 @@ def test_validate_ok() -> None:
     assert "is valid (512 GPUs on 64 dgx-h100 nodes" in r.stdout
 
 
+def test_plan_piped_cuts_no_cell() -> None:
+    """Issue 43 item 6: piped into a file or a CI log (no terminal, no COLUMNS), plan was drawn 80 columns wide and
+    cut 55 cells to '…'."""
+    env = {k: v for k, v in ENV.items() if k != "COLUMNS"}
+    done = subprocess.run([sys.executable, "-m", "blueprints", "plan", str(CANONICAL)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0 and "…" not in done.stdout, done.stdout[:2000]
+    assert "storage.read_throughput" in done.stdout
+
+
 def test_plan_shows_the_arithmetic() -> None:
     r = run("plan", CANONICAL)
     assert r.returncode == 0, r.stderr
@@ -137,3 +147,14 @@ def test_every_example_builds(example: Path, tmp_path: Path) -> None:
     r = run("build", example, "-o", tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / example.stem / "blueprint.yaml").is_file()
+
+
+def test_make_demo_works_for_a_spec_of_any_file_name(tmp_path: Path) -> None:
+    """Issue 43 item 6: `make demo SPEC=my.yaml` failed at explain whenever the file name was not metadata.name."""
+    spec = tmp_path / "my-own-name.yaml"
+    spec.write_text((REPO / "examples" / "lab.yaml").read_text())
+    done = subprocess.run(["make", "-s", "demo", f"SPEC={spec}", f"OUT={tmp_path / 'out'}",
+                           f"VENV={Path(sys.executable).parent.parent}"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, check=False, env={**os.environ, "CLUSTERSMITH_SECRETS_DIR": str(tmp_path / "s")})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "rule:    acceptance.read_throughput" in done.stdout and (tmp_path / "out" / "lab").is_dir()
