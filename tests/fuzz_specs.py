@@ -312,7 +312,10 @@ def run_case(case: Case, timeout: float) -> Result:
                 res.failures.append("wrong_exit")
             if cmd == "build":
                 written = _files(out)
-                listed = [Path(line.strip()) for line in stdout.splitlines() if line.startswith("  ")]
+                # the files build lists: the indented lines after "built ...", up to its "next:" steps
+                after = f"\n{stdout}".split("\nbuilt ", 1)[1] if "\nbuilt " in f"\n{stdout}" else ""
+                listed = [Path(line.strip()) for line in after.split("\nnext:", 1)[0].splitlines()
+                          if line.startswith("  ")]
                 if code == 2 and written:
                     res.failures.append("partial_output")
                     res.details["partial"] = "written on exit 2: " + ", ".join(map(str, written[:10]))
