@@ -430,11 +430,10 @@ def _yaml_readings(plain: list[tuple[tuple[str | int, ...], yaml.ScalarNode]], d
             continue
         kinds = _leaf_kinds(field[0])
         if isinstance(value, bool):
-            if bool in kinds:
-                continue
-        elif not (read.only_yaml11 or str in kinds):
-            continue
-        if not read.only_yaml11 and (int in kinds or float in kinds) and not isinstance(value, bool):
+            misread = bool not in kinds
+        else:  # a number: wrong in any YAML-1.1-only form, or where the field takes text and no number
+            misread = read.only_yaml11 or (str in kinds and int not in kinds and float not in kinds)
+        if not misread:
             continue
         expected = _expected(*field)
         message = f"YAML reads {read.text} as {read.how}"

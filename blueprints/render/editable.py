@@ -62,42 +62,44 @@ def place(final: Path, gen: Path, staging: Path, old_tree: Path | None, ours: st
     record = _read_record(gen)
     placed: dict[str, str] = {}
     notices: list[Placed] = []
-    generated = {p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file() and not p.is_symlink()}
-    linked = {p.relative_to(final).as_posix() for p in final.glob("*/*") if p.is_symlink() and ours in os.readlink(p)}
-    for rel in sorted(r for r in generated | linked if is_editable(r)):
+    generated = {p.relative_to(staging).as_posix() for pattern in EDITABLE for p in staging.glob(pattern)
+                 if p.is_file() and not p.is_symlink()}
+    linked = {p.relative_to(final).as_posix() for pattern in EDITABLE for p in final.glob(pattern)
+              if p.is_symlink() and ours in os.readlink(p)}
+    for rel in sorted(generated | linked):
         here = final / rel
+        shown = old_tree / rel if old_tree is not None and (old_tree / rel).is_file() else None  # what a link showed
         beside = f"this build's version is {gen.name}/current/{rel}: compare the two, e.g. with diff"
 
         def kept(why: str, path: Path = here) -> Placed:
             return Placed(path, True, f"kept {path}: {why}")
 
         if rel not in generated:  # an old-layout link to a file this build no longer writes: keep what it showed
-            shown = old_tree / rel if old_tree is not None else None
-            if shown is not None and shown.is_file():
+            if shown is not None:
                 _write(here, shown.read_bytes())
                 notices.append(kept("it was a link into the generated tree, now your own file; this build no "
                                     "longer writes it"))
             continue
         fresh = (staging / rel).read_bytes()
+        fresh_sha = _sha(fresh)
         if here.is_symlink():
             if ours not in os.readlink(here):
                 notices.append(kept(f"a link of someone else's where build writes your copy to edit; {beside}"))
                 continue
-            shown = old_tree / rel if old_tree is not None else None
-            before = shown.read_bytes() if shown is not None and shown.is_file() else fresh
+            before = shown.read_bytes() if shown is not None else fresh
             _write(here, before)  # replaces the link: what it showed, edits made through it included
             if before != fresh:
                 notices.append(kept(f"it was a link into the generated tree, and what it showed (your edits, if you "
                                     f"made any through it) is now your own file; {beside}"))
                 continue
-            placed[rel] = _sha(fresh)
+            placed[rel] = fresh_sha
         elif here.is_file():
             now = _sha(here.read_bytes())
-            if now == _sha(fresh):
+            if now == fresh_sha:
                 placed[rel] = now
             elif record.get(rel) == now:
                 _write(here, fresh)
-                placed[rel] = _sha(fresh)
+                placed[rel] = fresh_sha
                 notices.append(Placed(here, False, f"updated {here}: you had not edited it since the last build"))
             else:
                 notices.append(kept(f"yours (edited since build wrote it, or written by another step); {beside}"))
@@ -108,7 +110,7 @@ def place(final: Path, gen: Path, staging: Path, old_tree: Path | None, ours: st
         else:
             here.parent.mkdir(parents=True, exist_ok=True)
             _write(here, fresh)
-            placed[rel] = _sha(fresh)
+            placed[rel] = fresh_sha
             notices.append(Placed(here, False, f"wrote {here}: yours to edit; a rebuild keeps your edits"))
     _write(gen / RECORD, (json.dumps(placed, indent=1, sort_keys=True) + "\n").encode())
     return notices
