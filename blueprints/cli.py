@@ -74,9 +74,12 @@ def plan_cmd(spec: Path) -> None:
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path, file_okay=False), default=Path("out"),
               show_default=True, help="Folder the build folder <name>/ is written into")
 @click.option("--secrets", "secrets_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="The cluster's secrets file (0600 YAML; default: $CLUSTERSMITH_SECRETS_DIR/<name>.yml, else "
-                   "$XDG_CONFIG_HOME/clustersmith/secrets/<name>.yml); created or completed when clustersmith wrote it")
-def build(spec: Path, output: Path, secrets_file: Path | None) -> None:
+              help="The cluster's secrets file (0600 YAML; default: the one the build folder names, else "
+                   "<name>-<key>.yml, one per build folder, in $CLUSTERSMITH_SECRETS_DIR, else "
+                   "$XDG_CONFIG_HOME/clustersmith/secrets/); created or completed when clustersmith wrote it")
+@click.option("--prune-secrets", "prune_secrets", is_flag=True,
+              help="Remove the secrets file's entries for hosts this plan no longer has (kept and counted otherwise)")
+def build(spec: Path, output: Path, secrets_file: Path | None, prune_secrets: bool) -> None:
     """Write out/<name>/: blueprint.yaml and everything rendered from it.
 
     Only into a folder build wrote (its .clustersmith-build marker names the Blueprint) or an empty or absent
@@ -84,7 +87,7 @@ def build(spec: Path, output: Path, secrets_file: Path | None) -> None:
     """
     bp = plan_file(spec)
     build_writable(bp, output)
-    secrets_path = locate_secrets(bp, output / bp.name, secrets_file)  # reads only
+    secrets_path = locate_secrets(bp, output / bp.name, secrets_file, prune_secrets)  # reads only
     # The secrets file is made or completed only once the tree is rendered and linked, just before the swap: a build
     # refused for any reason (a folder it may not write, a full disk, a bad secrets file) leaves none behind.
     def say(line: str) -> None:
@@ -92,7 +95,8 @@ def build(spec: Path, output: Path, secrets_file: Path | None) -> None:
 
     folder, files = render_build(bp, output, notice=lambda line: out.print(f"[yellow]{line}[/]", highlight=False),
                                  secrets_file=secrets_path,
-                                 before_swap=lambda: ensure_secrets(bp, output / bp.name, secrets_file, notice=say))
+                                 before_swap=lambda: ensure_secrets(bp, output / bp.name, secrets_path, notice=say,
+                                                                    prune=prune_secrets))
     out.print(f"[green]built[/] {folder} ({len(files)} files)")
     for f in files:
         out.print(f"  {f}")

@@ -9,13 +9,18 @@ written, and a missing entry is bad input; an absent file is generated whole. Th
 absolute path (``ansible/group_vars/all/secrets.yml``: ``clustersmith_secrets_file``); the roles read the file on
 the controller.
 
-Where: ``--secrets FILE``, else ``$CLUSTERSMITH_SECRETS_DIR/<cluster>.yml``, else
-``$XDG_CONFIG_HOME/clustersmith/secrets/<cluster>.yml`` (``~/.config`` when XDG_CONFIG_HOME is unset).
+Where: ``--secrets FILE``; else the file the build folder already names, while it exists (a rebuild keeps the store
+its deployed hosts hold, whatever its name); else ``<cluster>-<key>.yml`` in ``$CLUSTERSMITH_SECRETS_DIR``, else in
+``$XDG_CONFIG_HOME/clustersmith/secrets/`` (``~/.config`` when XDG_CONFIG_HOME is unset). ``<key>`` is the first 10
+hex digits of the sha256 of the build folder's absolute path: one store per design and per checkout, so two clones
+building a design of the same name never share, grow or prune each other's secrets (issue 43). Entries for hosts a
+plan no longer has are kept and counted; ``build --prune-secrets`` removes them, and says how many.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import re
 import secrets
@@ -25,6 +30,7 @@ import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -32,6 +38,7 @@ import bcrypt
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from blueprints import atomic
 from blueprints.blueprint import Blueprint
 from blueprints.errors import ClusterSmithError, Problem
 from blueprints.model import Strict
@@ -164,12 +171,41 @@ def new_monitoring() -> MonitoringSecrets:
     return MonitoringSecrets(username=MONITORING_USER, password=password, password_bcrypt=hashed)
 
 
-def default_path(cluster: str) -> Path:
+def store_folder() -> Path:
     folder = os.environ.get(DIR_ENV)
     if folder:
-        return Path(folder) / f"{cluster}.yml"
+        return Path(folder)
     config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config) / "clustersmith" / "secrets" / f"{cluster}.yml"
+    return Path(config) / "clustersmith" / "secrets"
+
+
+def default_path(cluster: str, build_folder: Path) -> Path:
+    """The store a build folder gets when nothing names one: per design and per checkout (module doc)."""
+    key = hashlib.sha256(str(build_folder.resolve()).encode()).hexdigest()[:10]
+    return store_folder() / f"{cluster}-{key}.yml"
+
+
+REFERENCE = Path("ansible") / "group_vars" / "all" / "secrets.yml"  # in a build folder: the store's path alone
+REFERENCE_KEY = "clustersmith_secrets_file"  # its one variable, which the roles read
+
+
+def recorded(build_folder: Path) -> Path | None:
+    """The secrets file an earlier build of ``build_folder`` named, when it names one that exists."""
+    try:
+        data = yaml.safe_load((build_folder / REFERENCE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    named = data.get(REFERENCE_KEY) if isinstance(data, dict) else None
+    if not isinstance(named, str) or not Path(named).is_absolute():
+        return None
+    path = Path(named)
+    return path if path.exists() or path.is_symlink() else None
+
+
+def chosen(bp: Blueprint, build_folder: Path, path: Path | None) -> Path:
+    """The absolute path of the secrets file of this build (where: module doc)."""
+    found = path or recorded(build_folder) or default_path(bp.name, build_folder)
+    return found.expanduser().absolute()
 
 
 def needed(bp: Blueprint) -> tuple[list[str], list[str]]:
@@ -280,22 +316,14 @@ def _write(path: Path, store: ClusterSecrets) -> None:
     if not path.parent.exists():
         path.parent.mkdir(mode=0o700, parents=True)
     body = yaml.safe_dump(store.model_dump(mode="json"), sort_keys=False, width=200)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(header(store.cluster) + body)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    atomic.write(path, header(store.cluster) + body, mode=0o600)
 
 
-def locate(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:
+def locate(bp: Blueprint, build_folder: Path, path: Path | None = None, prune: bool = False) -> Path:
     """The absolute path of ``bp``'s secrets file after every check that reads only: its place, and an existing
-    file's kind, cluster, mode and (for a user's own file) entries. Writes nothing, so a build refused later has
-    not made or changed it; ``ensure`` then writes."""
-    path = (path or default_path(bp.name)).expanduser().absolute()
+    file's kind, cluster, mode and (for a user's own file) entries, and that ``prune`` may write it. Writes nothing,
+    so a build refused later has not made or changed it; ``ensure`` then writes."""
+    path = chosen(bp, build_folder, path)
     _check_place(path, build_folder)
     if path.exists() or path.is_symlink():
         text, _ = _read(path)
@@ -303,23 +331,57 @@ def locate(bp: Blueprint, build_folder: Path, path: Path | None = None) -> Path:
         missing = _missing(store, *needed(bp), ceph_entities(bp))
         if missing and not text.startswith(HEADER_MARK):
             raise ClusterSmithError(missing, str(path), "secrets file (yours, read only) lacks entries")
+        if prune and not text.startswith(HEADER_MARK) and _unplanned(store, *needed(bp), ceph_entities(bp)):
+            raise _not_prunable(path)
     return path
 
 
+def _not_prunable(path: Path) -> ClusterSmithError:
+    return _bad(path, "is yours (no clustersmith header), which build only reads; expected a file build wrote for "
+                      "--prune-secrets, or remove the entries of hosts this plan no longer has yourself",
+                "--prune-secrets")
+
+
+def _some(names: list[str], shown: int = 5) -> str:
+    """The first ``shown`` of ``names``, and how many more."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def _unplanned(store: ClusterSecrets, hosts: Iterable[str], targets: Iterable[str], entities: Iterable[str]) -> int:
-    """Entries for hosts, targets and Ceph entities this plan no longer has (a larger design's, built before)."""
+    """How many entries name hosts, targets and Ceph entities this plan no longer has (a larger design's, built
+    before)."""
+    return len(_pruned(store, hosts, targets, entities).stale)
+
+
+@dataclass(frozen=True)
+class _Pruned:
+    store: ClusterSecrets  # with only the entries the plan has
+    stale: list[str]  # what went: dotted entry names
+
+
+def _pruned(store: ClusterSecrets, hosts: Iterable[str], targets: Iterable[str], entities: Iterable[str]) -> _Pruned:
+    keep_hosts, keep_targets, keep_entities = set(hosts), set(targets), set(entities)
+    stale = [f"nvme_dhchap.hosts.{h}" for h in store.nvme_dhchap.hosts if h not in keep_hosts]
+    stale += [f"nvme_dhchap.controllers.{t}" for t in store.nvme_dhchap.controllers if t not in keep_targets]
     keys = store.ceph.keys if store.ceph else {}
-    return (len(set(store.nvme_dhchap.hosts) - set(hosts)) + len(set(store.nvme_dhchap.controllers) - set(targets))
-            + len(set(keys) - set(entities)))
+    stale += [f"ceph.keys.{e}" for e in keys if e not in keep_entities]
+    dhchap = DhchapSecrets(
+        hosts={h: v for h, v in store.nvme_dhchap.hosts.items() if h in keep_hosts},
+        controllers={t: v for t, v in store.nvme_dhchap.controllers.items() if t in keep_targets})
+    ceph = store.ceph.model_copy(update={"keys": {e: v for e, v in keys.items() if e in keep_entities}}) \
+        if store.ceph else None
+    return _Pruned(store.model_copy(update={"nvme_dhchap": dhchap, "ceph": ceph}), stale)
 
 
 def ensure(bp: Blueprint, build_folder: Path, path: Path | None = None,
-           notice: Callable[[str], None] = lambda _: None) -> Path:
+           notice: Callable[[str], None] = lambda _: None, prune: bool = False) -> Path:
     """Load, complete or create the secrets file of ``bp``'s cluster; returns its absolute path (rules: module
-    doc) and tells ``notice`` what it did: created, added entries, or read, and how many entries name hosts the plan
-    no longer has (never removed: a rebuild does not take a secret away; pruning is the user's edit). Bad input (a
-    bad file, a user's file without an entry the Blueprint needs) raises ClusterSmithError."""
-    path = (path or default_path(bp.name)).expanduser().absolute()
+    doc) and tells ``notice`` what it did: created, added entries, pruned, or read. Entries that name hosts the plan
+    no longer has are kept and counted unless ``prune`` (``build --prune-secrets``) removes them: a rebuild never
+    takes a secret away on its own. Bad input (a bad file, a user's file without an entry the Blueprint needs or
+    asked to be pruned) raises ClusterSmithError."""
+    path = chosen(bp, build_folder, path)
     _check_place(path, build_folder)
     hosts, targets = needed(bp)
     entities = ceph_entities(bp)
@@ -332,29 +394,37 @@ def ensure(bp: Blueprint, build_folder: Path, path: Path | None = None,
                 ceph=_grown_ceph(None, entities)))
         except OSError as exc:
             raise _bad(path, f"cannot write it: {exc.strerror or exc}; expected a folder this user can write") from None
-        notice(f"secrets: created {path} (mode 0600); keep it, outside the repository: every rebuild of {bp.name} "
-               "reads it, and the deployed hosts hold its keys")
+        notice(f"secrets: created {path} (mode 0600); keep it, outside the repository: every rebuild of this build "
+               "folder reads it, and the deployed hosts hold its keys")
         return path
     text, _ = _read(path)
     store = parse(text, path, bp.name)
     missing = _missing(store, hosts, targets, entities)
-    stale = _unplanned(store, hosts, targets, entities)
-    if stale:
-        notice(f"secrets: {path} holds {stale} entries for hosts this plan no longer has; kept (a rebuild never "
-               "removes a secret): delete them from the file to prune it")
-    if not missing:
+    pruned = _pruned(store, hosts, targets, entities)
+    ours = text.startswith(HEADER_MARK)
+    if missing and not ours:
+        raise ClusterSmithError(missing, str(path), "secrets file (yours, read only) lacks entries")
+    if pruned.stale and prune and not ours:
+        raise _not_prunable(path)
+    if pruned.stale and not prune:
+        notice(f"secrets: {path} holds {len(pruned.stale)} entries for hosts this plan no longer has; kept (a rebuild "
+               "never removes a secret on its own): build --prune-secrets removes them")
+    if not missing and not (prune and pruned.stale):
         notice(f"secrets: read {path}")
         return path
-    if not text.startswith(HEADER_MARK):
-        raise ClusterSmithError(missing, str(path), "secrets file (yours, read only) lacks entries")
-    grown = store.model_copy(update={"nvme_dhchap": DhchapSecrets(
-        hosts={**store.nvme_dhchap.hosts, **{h: dhchap_key() for h in hosts if h not in store.nvme_dhchap.hosts}},
-        controllers={**store.nvme_dhchap.controllers,
-                     **{t: dhchap_key() for t in targets if t not in store.nvme_dhchap.controllers}}),
-        "ceph": _grown_ceph(store.ceph, entities)})
+    kept = pruned.store if prune else store
+    grown = kept.model_copy(update={"nvme_dhchap": DhchapSecrets(
+        hosts={**kept.nvme_dhchap.hosts, **{h: dhchap_key() for h in hosts if h not in kept.nvme_dhchap.hosts}},
+        controllers={**kept.nvme_dhchap.controllers,
+                     **{t: dhchap_key() for t in targets if t not in kept.nvme_dhchap.controllers}}),
+        "ceph": _grown_ceph(kept.ceph, entities)})
     try:
         _write(path, grown)
     except OSError as exc:
-        raise _bad(path, f"cannot add the new hosts' entries: {exc.strerror or exc}") from None
-    notice(f"secrets: added {len(missing)} entries for new hosts to {path}")
+        raise _bad(path, f"cannot write it: {exc.strerror or exc}") from None
+    if missing:
+        notice(f"secrets: added {len(missing)} entries for new hosts to {path}")
+    if prune and pruned.stale:
+        notice(f"secrets: pruned {len(pruned.stale)} entries for hosts this plan no longer has from {path}: "
+               + _some(pruned.stale))
     return path

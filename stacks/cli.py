@@ -66,5 +66,5 @@ def inventory(build_dir: Path, from_stack: bool, stack: str | None, outputs: Pat
                                     work_dir, "not clustersmith stack outputs")
         data, source = inv.parse_outputs(values[OUTPUT_NAME].value, work_dir), work_dir
     data = inv.with_fleet_hosts(data, source)
-    path = inv.write(data, build_dir / "ansible" / "inventory.yml")
+    path = inv.write(data, build_dir)
     click.echo(f"wrote {path} ({len(data.hosts)} hosts)")

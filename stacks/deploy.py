@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from blueprints import atomic
 from blueprints.blueprint import Blueprint, load_blueprint
 from blueprints.errors import ClusterSmithError, Problem
 from stacks import inventory
@@ -74,9 +75,7 @@ class DeployState(BaseModel):
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic.write(path, self.model_dump_json(indent=2))
 
     def record(self, step: str, status: Literal["done", "failed", "skipped"], detail: str = "") -> None:
         self.steps[step] = StepState(status=status, at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -161,7 +160,7 @@ def step_inventory(folder: Path, opts: DeployOptions, state_dir: Path) -> str:
         raise deploy_error("inventory", f"no stack outputs at {source}: run the 'up' step, or pass --outputs "
                            "FILE (from `pulumi stack output --json`)", folder)
     outputs = inventory.with_fleet_hosts(inventory.read_outputs_file(source), str(source))
-    path = inventory.write(outputs, folder / "ansible" / "inventory.yml")
+    path = inventory.write(outputs, folder)
     return f"{len(outputs.hosts)} hosts -> {path}"
 
 

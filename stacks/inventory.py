@@ -8,14 +8,15 @@ they name the fleets, whose instances are read and named from the provider's API
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from blueprints import atomic
 from blueprints.errors import ClusterSmithError, Problem
+from blueprints.render import editable
 from stacks.fleet_inventory import FleetClient, resolve
 from stacks.outputs import OUTPUT_NAME, StackOutputs
 
@@ -55,14 +56,21 @@ def with_fleet_hosts(outputs: StackOutputs, source: str, client: FleetClient | N
     return resolve(outputs, client, source)
 
 
-def write(outputs: StackOutputs, path: Path) -> Path:
+INVENTORY = "ansible/inventory.yml"  # in the build folder
+
+
+def claim(folder: Path) -> Path:
+    """The build folder's inventory, for the inventory step to write; refused while it is the user's own."""
+    return editable.claim(folder, INVENTORY, "the inventory step")
+
+
+def write(outputs: StackOutputs, folder: Path) -> Path:
+    """Write the build folder's inventory from the stack's outputs (over one clustersmith wrote, never the user's)."""
+    path = claim(folder)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".yml.tmp")
-    header = (f"# Written by `clustersmith inventory --from-stack` from the {outputs.provider} stack of "
+    header = (f"{editable.STEP_MARK}inventory --from-stack` from the {outputs.provider} stack of "
               f"{outputs.design!r}. Rewritten on every deploy; do not edit.\n")
-    tmp.write_text(header + yaml.dump(build(outputs), Dumper=_DUMPER, sort_keys=False, default_flow_style=False),
-                   encoding="utf-8")
-    os.replace(tmp, path)
+    atomic.write(path, header + yaml.dump(build(outputs), Dumper=_DUMPER, sort_keys=False, default_flow_style=False))
     return path
 
 

@@ -48,6 +48,7 @@ from pathlib import Path
 
 import yaml
 
+from blueprints import atomic
 from blueprints.blueprint import Blueprint, dump_blueprint
 from blueprints.errors import ClusterSmithError, Problem
 from blueprints.render import editable
@@ -57,7 +58,7 @@ Renderer = Callable[[Blueprint, Path], list[Path]]
 Notice = Callable[[str], None]
 
 MARKER = ".clustersmith-build"  # the folder's claim: name and format; build replaces only folders holding it
-GENERATED = ".generated"  # the generated trees, the ``current`` link, the lock and temporary links
+GENERATED = editable.GENERATED  # the generated trees, the ``current`` link, the lock and temporary links
 FORMAT = 1  # of the layout above; a marker of another format is refused rather than guessed at
 PAUSE_ENV = "CLUSTERSMITH_BUILD_PAUSE"  # tests: a step name at which build stops a while (see _pause)
 STEPS = ("locked", "staged", "linked", "swapped")
@@ -202,11 +203,9 @@ def _claim(final: Path, name: str) -> str | None:
         return None
     made = not final.exists()
     final.mkdir(parents=True, exist_ok=True)
-    tmp = final / f"{MARKER}.tmp"
-    tmp.write_text(f"# clustersmith build folder of Blueprint {name}: `clustersmith build` replaces only what it\n"
-                   f"# generated here ({GENERATED}/ and the links to it). Do not edit.\n"
-                   + yaml.safe_dump({"name": name, "format": FORMAT}, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, marker)
+    atomic.write(marker, f"# clustersmith build folder of Blueprint {name}: `clustersmith build` replaces only "
+                         f"what it\n# generated here ({GENERATED}/ and the links to it). Do not edit.\n"
+                         + yaml.safe_dump({"name": name, "format": FORMAT}, sort_keys=False))
     return "made" if made else "empty"
 
 

@@ -8,6 +8,10 @@ now copied out as a real file. A rebuild replaces it only while it still holds e
 build's version is (``.generated/current/<path>``) to compare. A link of the old layout is replaced by a real
 file holding what it showed, edits made through it included; where that differs from this build's version it is
 kept and reported the same way.
+
+Steps after build that write one of these files (``clustersmith inventory``, deploy's inventory step, ``lab up``)
+call :func:`claim` first: they replace only what clustersmith wrote (build's unedited version, a link of build's,
+or a file that starts with a step's own :data:`STEP_MARK` header), and refuse a user's file, exit 2, naming it.
 """
 
 from __future__ import annotations
@@ -19,9 +23,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from blueprints import atomic
+from blueprints.errors import ClusterSmithError, Problem
+
 # Relative to the build folder; fnmatch patterns.
 EDITABLE = ("ansible/inventory.yml", "pulumi/machines.yaml", "pulumi/Pulumi.*.yaml")
 RECORD = "editable.json"  # under .generated/: each editable file's sha256 as build last wrote it
+STEP_MARK = "# Written by `clustersmith "  # the first line of a file a step after build wrote (and rewrites)
+GENERATED = ".generated"  # the build folder's generated trees (blueprints.render reads it from here)
 
 
 @dataclass(frozen=True)
@@ -50,9 +59,7 @@ def _read_record(gen: Path) -> dict[str, str]:
 
 
 def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.clustersmith-tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic.write(path, data)
 
 
 def place(final: Path, gen: Path, staging: Path, old_tree: Path | None, ours: str) -> list[Placed]:
@@ -114,3 +121,23 @@ def place(final: Path, gen: Path, staging: Path, old_tree: Path | None, ours: st
             notices.append(Placed(here, False, f"wrote {here}: yours to edit; a rebuild keeps your edits"))
     _write(gen / RECORD, (json.dumps(placed, indent=1, sort_keys=True) + "\n").encode())
     return notices
+
+
+def claim(folder: Path, rel: str, step: str) -> Path:
+    """``folder/rel`` for ``step`` to write, once it holds nothing a user wrote (module doc); a ClusterSmithError
+    naming the file otherwise. Reads only."""
+    path = folder / rel
+    if path.is_symlink():
+        if GENERATED in os.readlink(path):
+            return path
+    elif not path.exists():
+        return path
+    elif path.is_file():
+        data = path.read_bytes()
+        if data.startswith(STEP_MARK.encode()) or _read_record(folder / GENERATED).get(rel) == _sha(data):
+            return path
+    raise ClusterSmithError([Problem(rel, f"is yours (edited since clustersmith wrote it, or written by you), which "
+                                          f"{step} would replace; expected a file clustersmith wrote. Move it aside "
+                                          f"(e.g. to {Path(rel).stem}.mine{Path(rel).suffix}) and run again, then "
+                                          "compare the two")],
+                            str(path), "will not replace your file")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from blueprints import atomic
+from blueprints.render import editable
 from stacks.lab.ssh import COMMON_ARGS
 from stacks.lab.state import HostState, LabState
 
@@ -53,20 +54,26 @@ def build(state: LabState) -> dict[str, Any]:
     return {"all": {"vars": {"lab_name": state.name}, "children": children}}
 
 
-HEADER = "# Written by `clustersmith lab up` for the running lab"
+HEADER = f"{editable.STEP_MARK}lab up` for the running lab"
+INVENTORY = "ansible/inventory.yml"  # in the build folder
 
 
-def write(state: LabState, path: Path) -> Path:
+def claim(workdir: Path) -> Path:
+    """The build folder's inventory, for ``lab up`` to write; refused while it is the user's own (checked before
+    the lab boots, and again before the write)."""
+    return editable.claim(workdir, INVENTORY, "lab up")
+
+
+def write(state: LabState, workdir: Path) -> Path:
+    path = claim(workdir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".yml.tmp")
     header = f"{HEADER} {state.name!r}; ports change per boot.\n"
-    tmp.write_text(header + yaml.safe_dump(build(state), sort_keys=False, default_flow_style=False))
-    os.replace(tmp, path)
+    atomic.write(path, header + yaml.safe_dump(build(state), sort_keys=False, default_flow_style=False))
     return path
 
 
 def inventory_path(workdir: Path) -> Path:
-    return workdir / "ansible" / "inventory.yml"
+    return workdir / INVENTORY
 
 
 def remove(path: Path) -> bool:

@@ -76,6 +76,7 @@ class Lab:
     def up(self, progress: Progress = log_progress, ssh_timeout: float = 900.0) -> LabStatus:
         """Build or reuse the image, boot every VM, wait for SSH, write the inventory."""
         topology.check_plan(self.plan)
+        inventory.claim(self.workdir)  # a user's own inventory is refused before anything boots
         with self._locked():
             existing = state.load(self.workdir)
             if existing is not None and self._any_alive(existing):
@@ -200,7 +201,7 @@ class Lab:
             vm.start(planned, host, public)
         booted = self._wait_ready(planned, started, ssh_timeout, progress)
         state.save(booted)
-        inventory.write(booted, inventory.inventory_path(self.workdir))
+        inventory.write(booted, self.workdir)
         progress(ProgressEvent("boot", f"inventory {inventory.inventory_path(self.workdir)}", done=True))
 
     def _plan_state(self, built: image.BuiltImage, chosen: accel.Accel, key: Path, runtime: Path) -> LabState:

@@ -4,12 +4,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import ConfigDict
 
+from blueprints import atomic
 from blueprints.hosts import HostRole
 from blueprints.lab_plan import LabPlan
 from blueprints.model import Frozen
@@ -105,9 +105,7 @@ def save(state: LabState) -> None:
     """Write atomically (temp file + rename) so a reader never sees half a state file."""
     path = state_path(state.workdir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(state.model_dump_json(indent=2))
-    os.replace(tmp, path)
+    atomic.write(path, state.model_dump_json(indent=2))
 
 
 def load(workdir: Path) -> LabState | None:

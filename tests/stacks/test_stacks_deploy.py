@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from blueprints.errors import ClusterSmithError
 from stacks import fleet_clients
 from stacks.deploy import DeployOptions, deploy
 from stacks.outputs import StackOutputs
@@ -55,8 +56,17 @@ def test_skip_then_resume_then_redo(built_examples: Path, tmp_path: Path, monkey
     assert any(line.startswith("inventory: done earlier") for line in log)
     assert inventory.read_text() == "# changed by hand\n"  # resumed: the finished step did not run again
 
+    # issue 43 item 4: a redo does not replace an inventory the user edited; moved aside, it is written again
+    with pytest.raises(ClusterSmithError) as refused:
+        deploy(work, DeployOptions(skip=("up", "site", "accept"), redo=("inventory",), outputs=outputs), log.append)
+    said = " ".join(str(refused.value).split())
+    assert str(inventory) in said and "is yours" in said and "inventory.mine.yml" in said
+    assert inventory.read_text() == "# changed by hand\n"
+    inventory.rename(inventory.with_name("inventory.mine.yml"))
     deploy(work, DeployOptions(skip=("up", "site", "accept"), redo=("inventory",), outputs=outputs), log.append)
     assert inventory.read_text() == first
+    deploy(work, DeployOptions(skip=("up", "site", "accept"), redo=("inventory",), outputs=outputs), log.append)
+    assert inventory.read_text() == first  # its own file, rewritten
 
 
 def test_inventory_without_outputs_fails_and_says_how(built_examples: Path, tmp_path: Path) -> None:

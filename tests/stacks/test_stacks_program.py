@@ -53,7 +53,7 @@ def test_stack_outputs_become_the_ansible_inventory(llm16k_stack: Constructed, t
 
     outputs = StackOutputs.parse(llm16k_stack.outputs)
     resolved = resolve(outputs, FakeFleets.launched(outputs), "test")
-    path = inventory.write(resolved, tmp_path / "inventory.yml")
+    path = inventory.write(resolved, tmp_path)
     # libyaml reads the 2048 hosts' 65,536 rails as Ansible does (its pure-Python loader took 25 s of this test's 45)
     doc = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
     children = doc["all"]["children"]

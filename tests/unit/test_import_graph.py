@@ -180,6 +180,7 @@ LAYERS = (
      "blueprints.errors", "blueprints.units", "blueprints.hosts", "blueprints.lab_plan", "blueprints.catalog",
      "blueprints.fleet_plan",  # the clouds' fleets, a part of the Blueprint in its own module like the lab plan
      "blueprints.signals",  # SIGINT/SIGTERM exit codes: the standard library only, installed before anything
+     "blueprints.atomic",  # writing a file whole or not at all (temporary file, rename), for every writer
      "blueprints.textsafe",  # escaping user text for the generated files' formats
      "blueprints.yamltext",  # YAML text of large documents, libyaml's layout
      "blueprints.subnets",  # the subnets the cloud stacks carve from the management network, checked by the planner

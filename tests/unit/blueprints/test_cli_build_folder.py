@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from blueprints.errors import ClusterSmithError
 from blueprints.render import GENERATED, MARKER, PAUSE_ENV, editable, generated_tree
 from tests.conftest import default_sigint
 
@@ -179,7 +180,7 @@ def test_the_inventory_deploy_writes_replaces_the_copy_and_survives(tmp_path: Pa
     assert cli("build", CANONICAL, "-o", out).returncode == 0
     inventory = out / "cv-training-500tb" / "ansible" / "inventory.yml"
     assert not inventory.is_symlink() and "CHANGE_ME" in inventory.read_text()
-    tmp = inventory.with_suffix(".yml.tmp")  # as stacks/inventory.py and stacks/lab/inventory.py write it
+    tmp = inventory.with_suffix(".yml.tmp")  # a new file renamed over it, as blueprints.atomic writes for those steps
     tmp.write_text("# Written by `clustersmith inventory --from-stack`\nall: {}\n")
     os.replace(tmp, inventory)
     r = cli("build", CANONICAL, "-o", out)
@@ -229,6 +230,45 @@ def test_the_files_a_user_is_told_to_edit_are_theirs(tmp_path: Path) -> None:
     said = " ".join(r.stdout.split())
     assert r.returncode == 0 and f"kept {mine}" in said and f"updated {machines}" in said, said
     assert "name: gpu-64\n" in machines.read_text()
+
+
+def test_the_steps_after_build_replace_only_what_clustersmith_wrote(tmp_path: Path) -> None:
+    """Issue 43 item 4: `inventory --from-stack`, deploy's inventory step and `lab up` replaced the inventory a user
+    had filled in. They take build's unedited version, a link of build's and a file a step wrote (its header), and
+    refuse the user's own, naming it (editable.claim)."""
+    out = tmp_path / "out"
+    assert cli("build", CANONICAL, "-o", out).returncode == 0
+    folder = out / "cv-training-500tb"
+    inventory = folder / "ansible" / "inventory.yml"
+    assert editable.claim(folder, "ansible/inventory.yml", "a step") == inventory  # build's, unedited
+    inventory.write_text(f"{editable.STEP_MARK}inventory --from-stack` from the aws stack\nall: {{}}\n")
+    assert editable.claim(folder, "ansible/inventory.yml", "a step") == inventory  # a step's own
+    inventory.unlink()
+    assert editable.claim(folder, "ansible/inventory.yml", "a step") == inventory  # none
+    inventory.symlink_to("../.generated/current/ansible/inventory.yml")  # the layout before
+    assert editable.claim(folder, "ansible/inventory.yml", "a step") == inventory
+    inventory.unlink()
+    mine = generated_tree(folder).joinpath("ansible", "inventory.yml").read_text().replace("CHANGE_ME", "10.0.0.7")
+    for make in (lambda: inventory.write_text(mine), lambda: inventory.mkdir(),
+                 lambda: inventory.symlink_to(tmp_path / "elsewhere.yml")):
+        make()
+        with pytest.raises(ClusterSmithError) as refused:
+            editable.claim(folder, "ansible/inventory.yml", "lab up")
+        said = " ".join(str(refused.value).split())
+        assert str(inventory) in said and "is yours" in said and "which lab up would replace" in said
+        assert "Move it aside (e.g. to inventory.mine.yml) and run again" in said
+        inventory.rmdir() if inventory.is_dir() and not inventory.is_symlink() else inventory.unlink()
+
+
+def test_lab_up_refuses_a_users_inventory_before_anything_boots(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert cli("build", LAB, "-o", out).returncode == 0
+    inventory = out / "lab" / "ansible" / "inventory.yml"
+    inventory.write_text("# mine\nall: {hosts: {client-1: {ansible_host: 10.0.0.7}}}\n")
+    r = cli("lab", "up", out / "lab")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert str(inventory) in " ".join(r.stderr.split()) and "is yours" in r.stderr
+    assert inventory.read_text().startswith("# mine") and not (out / "lab" / "lab" / "state.json").exists()
 
 
 def test_an_edit_made_through_an_old_layouts_link_survives(tmp_path: Path) -> None:

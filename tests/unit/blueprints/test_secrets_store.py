@@ -36,6 +36,12 @@ def lab_spec(tmp_path: Path, clients: int) -> Path:
     return path
 
 
+def store_of(build_folder: Path) -> Path:
+    """The secrets file a build folder names (its group_vars/all/secrets.yml), as the roles find it."""
+    named = yaml.safe_load((build_folder / "ansible" / "group_vars" / "all" / "secrets.yml").read_text())
+    return Path(named["clustersmith_secrets_file"])
+
+
 def load(path: Path) -> ClusterSecrets:
     return ClusterSecrets.model_validate(yaml.safe_load(path.read_text()))
 
@@ -44,7 +50,8 @@ def test_first_build_generates_the_whole_file_0600_and_names_only_its_path(tmp_p
     secrets_dir = tmp_path / "secrets"
     done = build(LAB, tmp_path / "out", secrets_dir)
     assert done.returncode == 0, done.stderr
-    path = secrets_dir / "lab.yml"
+    path = store_of(tmp_path / "out" / "lab")
+    assert path.parent == secrets_dir and path.name.startswith("lab-") and path.suffix == ".yml"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(secrets_dir.stat().st_mode) == 0o700
     text = path.read_text()
@@ -80,17 +87,18 @@ def grep(root: Path, needles: list[str]) -> list[str]:
 def test_rebuild_keeps_every_entry_and_adds_new_hosts(tmp_path: Path) -> None:
     secrets_dir = tmp_path / "secrets"
     assert build(LAB, tmp_path / "out", secrets_dir).returncode == 0
-    first = load(secrets_dir / "lab.yml")
+    path = store_of(tmp_path / "out" / "lab")
+    first = load(path)
     assert build(LAB, tmp_path / "out", secrets_dir).returncode == 0
-    assert load(secrets_dir / "lab.yml") == first
+    assert load(path) == first
     grown = build(lab_spec(tmp_path, clients=3), tmp_path / "out", secrets_dir)
     assert grown.returncode == 0, grown.stderr
-    after = load(secrets_dir / "lab.yml")
+    after = load(path)
     assert sorted(after.nvme_dhchap.hosts) == ["client-1", "client-2", "client-3"]
     assert {k: after.nvme_dhchap.hosts[k] for k in first.nvme_dhchap.hosts} == first.nvme_dhchap.hosts
     assert after.nvme_dhchap.controllers == first.nvme_dhchap.controllers
     assert after.monitoring == first.monitoring
-    assert stat.S_IMODE((secrets_dir / "lab.yml").stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 LAB_CEPH_ENTITIES = ("mon.", "client.admin", "client.bootstrap-osd", "mgr.storage-1", "mds.storage-1",
@@ -102,11 +110,12 @@ def test_ceph_fsid_and_keys_are_made_once_kept_and_grown(tmp_path: Path) -> None
     each GPU node's CephFS client; a rebuild keeps them, a third client gets its own key and the rest stay."""
     secrets_dir = tmp_path / "secrets"
     assert build(LAB, tmp_path / "out", secrets_dir).returncode == 0
-    first = load(secrets_dir / "lab.yml").ceph
+    path = store_of(tmp_path / "out" / "lab")
+    first = load(path).ceph
     assert first is not None and tuple(first.keys) == LAB_CEPH_ENTITIES
     grown = build(lab_spec(tmp_path, clients=3), tmp_path / "out", secrets_dir)
     assert grown.returncode == 0, grown.stderr
-    after = load(secrets_dir / "lab.yml").ceph
+    after = load(path).ceph
     assert after is not None and after.fsid == first.fsid
     assert after.keys == {**first.keys, "client.fs-client-3": after.keys["client.fs-client-3"]}
     assert not any(key in p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file()
@@ -189,13 +198,59 @@ def test_a_file_inside_the_build_or_the_repository_is_refused(tmp_path: Path) ->
 
 def test_build_says_what_it_did_with_the_secrets_file_and_what_it_keeps(tmp_path: Path) -> None:
     """Issue 43 item 4: `build` never said it made or extended the store, nor that a larger design built before
-    under the same name left entries a smaller one keeps (pruning is the user's explicit edit)."""
+    left entries a smaller one keeps; pruning is explicit (--prune-secrets) and said."""
     secrets_dir = tmp_path / "secrets"
-    path = secrets_dir / "lab.yml"
     said = [" ".join(build(lab_spec(tmp_path, n), tmp_path / "out", secrets_dir).stdout.split()) for n in (2, 4, 2)]
+    path = store_of(tmp_path / "out" / "lab")
     assert f"secrets: created {path} (mode 0600)" in said[0]
     assert f"secrets: added 4 entries for new hosts to {path}" in said[1]  # two DH-CHAP secrets, two cephx keys
     assert f"secrets: {path} holds 4 entries for hosts this plan no longer has; kept (a rebuild never removes a " \
-           "secret): delete them from the file to prune it" in said[2] and f"secrets: read {path}" in said[2]
+           "secret on its own): build --prune-secrets removes them" in said[2] and f"secrets: read {path}" in said[2]
     assert sorted(load(path).nvme_dhchap.hosts) == ["client-1", "client-2", "client-3", "client-4"]
     assert "next: boot the lab and write its inventory: clustersmith lab up " in said[0]
+    before = load(path)
+    pruned = build(lab_spec(tmp_path, 2), tmp_path / "out", secrets_dir, "--prune-secrets")
+    assert pruned.returncode == 0, pruned.stderr
+    assert (f"secrets: pruned 4 entries for hosts this plan no longer has from {path}: nvme_dhchap.hosts.client-3, "
+            "nvme_dhchap.hosts.client-4, ceph.keys.client.fs-client-3, ceph.keys.client.fs-client-4") \
+        in " ".join(pruned.stdout.split())
+    after = load(path)
+    assert sorted(after.nvme_dhchap.hosts) == ["client-1", "client-2"]
+    assert {h: before.nvme_dhchap.hosts[h] for h in after.nvme_dhchap.hosts} == after.nvme_dhchap.hosts
+    assert after.monitoring == before.monitoring and after.ceph is not None and before.ceph is not None
+    assert after.ceph.fsid == before.ceph.fsid and set(after.ceph.keys) == set(LAB_CEPH_ENTITIES)
+    again = build(lab_spec(tmp_path, 2), tmp_path / "out", secrets_dir, "--prune-secrets")
+    assert f"secrets: read {path}" in " ".join(again.stdout.split()) and load(path) == after
+
+
+def test_each_build_folder_has_its_own_store_and_keeps_the_one_it_names(tmp_path: Path) -> None:
+    """Issue 43 item 4: the store was keyed by the design's name alone, so every clone of a user building a design
+    of that name shared (and grew) one file. Now one per build folder; a folder built before keeps the file it names,
+    the old `<name>.yml` included, so hosts deployed from it keep their keys."""
+    secrets_dir = tmp_path / "secrets"
+    for clone in ("a", "b"):
+        assert build(LAB, tmp_path / clone / "out", secrets_dir).returncode == 0
+    first, second = store_of(tmp_path / "a" / "out" / "lab"), store_of(tmp_path / "b" / "out" / "lab")
+    assert first != second and first.parent == second.parent == secrets_dir
+    assert load(first).monitoring != load(second).monitoring
+    old = secrets_dir / "lab.yml"  # the name of the layout before; an earlier build of folder a named it
+    old.write_text(first.read_text())
+    old.chmod(0o600)
+    reference = tmp_path / "a" / "out" / "lab" / "ansible" / "group_vars" / "all" / "secrets.yml"
+    current = reference.resolve()
+    current.write_text(current.read_text().replace(str(first), str(old)))
+    first.unlink()
+    done = build(LAB, tmp_path / "a" / "out", secrets_dir)
+    assert done.returncode == 0, done.stderr
+    assert store_of(tmp_path / "a" / "out" / "lab") == old and f"secrets: read {old}" in done.stdout
+    assert not first.exists()
+
+
+def test_prune_of_a_users_file_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.yml"
+    text = user_file(mine, {"client-1": dhchap_key(), "client-2": dhchap_key(), "client-9": dhchap_key()})
+    done = build(LAB, tmp_path / "out", tmp_path / "unused", "--secrets", mine, "--prune-secrets")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    said = " ".join(done.stderr.split())
+    assert str(mine) in said and "--prune-secrets" in said and "is yours (no clustersmith header)" in said
+    assert mine.read_text() == text and not (tmp_path / "out").exists()

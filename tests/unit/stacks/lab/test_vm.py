@@ -92,7 +92,7 @@ def test_an_oversized_command_line_is_refused(planned: LabState) -> None:
 
 
 def test_inventory_groups_hosts_by_role_with_rails(planned: LabState, tmp_path: Path) -> None:
-    path = inventory.write(planned, tmp_path / "ansible" / "inventory.yml")
+    path = inventory.write(planned, tmp_path)
     data = yaml.safe_load(path.read_text())
     groups = data["all"]["children"]
     assert list(groups["storage_targets"]["hosts"]) == ["storage-1"]
