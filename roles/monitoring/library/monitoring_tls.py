@@ -6,7 +6,10 @@ Kept in ``dir`` beside the cluster's secrets file: ``ca.crt``/``ca.key`` made on
 address (IP) so Prometheus verifies ``<host>:<port>`` against the CA. A host certificate is issued again
 only when it is missing, not signed by this CA, names other names or addresses, or expires within 30 days;
 keys are never replaced. The folder is 0700 and every key 0600. Needs the ``cryptography`` package, which
-ansible-core itself requires (run the task with the controller's ``ansible_playbook_python``).
+ansible-core itself requires (run the task with the controller's ``ansible_playbook_python``), from 3.4 on: it
+runs as well under a distribution's Python and its older cryptography (Debian 12's 38.0.4 has neither
+``verify_directly_issued_by``, from 40, nor ``not_valid_after_utc``, from 42; issue 43 item 7), so it checks the
+CA's signature and reads the expiry in ways every such version has.
 """
 
 from __future__ import annotations
@@ -113,21 +116,44 @@ def _ca(folder: Path, cluster: str) -> tuple[Any, Any, bool]:
     return key, cert, True
 
 
+def _issued_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
+    """Whether ``ca`` signed ``cert``: its issuer is the CA's subject and the CA's P-256 key verifies its ECDSA
+    signature over the to-be-signed part (what ``verify_directly_issued_by`` checks, in calls cryptography 3.4
+    has)."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    public: Any = ca.public_key()
+    if cert.issuer != ca.subject or not isinstance(public, ec.EllipticCurvePublicKey):
+        return False
+    if cert.signature_hash_algorithm is None:
+        return False
+    try:
+        public.verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(cert.signature_hash_algorithm))
+    except (InvalidSignature, ValueError, TypeError):  # another CA's, or another key type
+        return False
+    return True
+
+
+def _expires(cert: x509.Certificate) -> datetime.datetime:
+    """The certificate's notAfter as an aware UTC time (``not_valid_after_utc`` is cryptography 42's; before it,
+    ``not_valid_after`` is the same time, naive)."""
+    after = getattr(cert, "not_valid_after_utc", None)
+    return after if after is not None else cert.not_valid_after.replace(tzinfo=datetime.timezone.utc)
+
+
 def _fresh(path: Path, ca: Any, key: Any, names: list[str], addresses: list[str]) -> bool:
     """True when the certificate at ``path`` is this CA's, for this key, these names, and not about to expire."""
     from cryptography import x509
-    from cryptography.exceptions import InvalidSignature
 
     if not path.exists():
         return False
     cert = x509.load_pem_x509_certificate(path.read_bytes())
-    try:
-        cert.verify_directly_issued_by(ca)
-    except (InvalidSignature, ValueError, TypeError):  # another CA's, or another key type
+    if not _issued_by(cert, ca):
         return False
     if _cert_numbers(cert) != key.public_key().public_numbers():
         return False
-    if cert.not_valid_after_utc - _now() < datetime.timedelta(days=RENEW_DAYS):
+    if _expires(cert) - _now() < datetime.timedelta(days=RENEW_DAYS):
         return False
     san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     return (sorted(san.get_values_for_type(x509.DNSName)) == sorted(names)

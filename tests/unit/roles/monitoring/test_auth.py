@@ -78,6 +78,46 @@ def test_a_certificate_of_another_ca_is_issued_again(tmp_path: Path) -> None:
     assert tls.ensure(folder, "lab", HOSTS) == ["client-1.crt"]
 
 
+DISTRIBUTION_PYTHON = Path("/usr/bin/python3")  # Debian 12's: cryptography 38.0.4 (python3-cryptography, .ci/run)
+
+
+def test_the_ca_module_runs_under_the_controllers_distribution_python_too(tmp_path: Path) -> None:
+    """Issue 43 item 7: on a Debian 12 controller the task delegated to localhost ran under /usr/bin/python3 (the
+    inventory's interpreter for `all` reaches the implicit localhost), whose cryptography 38 lacks
+    verify_directly_issued_by: the second site.yml run failed. Real ansible-playbook, the module delegated to
+    localhost under the playbook's Python and under the distribution's, each twice: made, then kept."""
+    found = subprocess.run([DISTRIBUTION_PYTHON, "-c", "import cryptography; print(cryptography.__version__)"],
+                           capture_output=True, text=True, check=False)
+    assert found.returncode == 0, f"{DISTRIBUTION_PYTHON} needs python3-cryptography (.ci/run installs it)"
+    inventory = {"all": {"vars": {"ansible_python_interpreter": str(DISTRIBUTION_PYTHON)},
+                         "children": {"monitoring": {"hosts": {"storage-1": {"ansible_host": "192.0.2.1"}}}}}}
+    tasks = []
+    for interpreter in ("{{ ansible_playbook_python }}", str(DISTRIBUTION_PYTHON)):
+        folder = tmp_path / ("playbook" if "{" in interpreter else "distribution")
+        for run in ("first", "second"):
+            tasks.append({"name": f"{folder.name} {run}", "monitoring_tls": {"dir": str(folder), "cluster": "lab",
+                                                                             "hosts": HOSTS},
+                          "delegate_to": "localhost", "run_once": True, "register": f"{folder.name}_{run}",
+                          "vars": {"ansible_python_interpreter": interpreter}})
+    tasks.append({"name": "Report", "ansible.builtin.debug": {"msg": "{{ [playbook_first.changed, playbook_second"
+                  ".changed, distribution_first.changed, distribution_second.changed] | to_json }}"}})
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "monitoring", "gather_facts": False,
+                                                         "tasks": tasks}], sort_keys=False))
+    done = subprocess.run([Path(sys.executable).parent / "ansible-playbook", "-i", tmp_path / "inventory.yml",
+                           tmp_path / "play.yml"], capture_output=True, text=True, timeout=300, check=False,
+                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "ANSIBLE_NOCOLOR": "1", "HOME": str(tmp_path),
+                                             "ANSIBLE_LIBRARY": str(ROLE / "library"),
+                                             "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp")})
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    assert '"msg": "[true, false, true, false]"' in output, output[-4000:]
+    for folder in (tmp_path / "playbook", tmp_path / "distribution"):
+        assert sorted(p.name for p in folder.iterdir()) == sorted(
+            ["ca.crt", "ca.key", "client-1.crt", "client-1.key", "storage-1.crt", "storage-1.key"])
+        assert tls.ensure(folder, "lab", HOSTS) == [], "what the distribution's Python made is fresh here too"
+
+
 @pytest.mark.parametrize(("hosts", "message"), [
     ({"client-1": "not-an-address"}, "hosts: client-1 has address 'not-an-address'; expected an IP address"),
     ({"../x": "10.0.0.1"}, "hosts: '../x' is not a usable host name"),
