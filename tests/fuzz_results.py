@@ -5,8 +5,10 @@
 Every mutation of a tests/fixtures recording (cut, byte flips, NUL and non-UTF-8 bytes, lines repeated or dropped,
 numbers replaced by huge, negative, non-finite or non-numeric tokens, JSON values swapped for other types, plus
 the file classes: empty, directory, FIFO, symlink loop) must give exit 0 or 1 (parse: 0) or exit 2 without a
-traceback, within the timeout. The mutations are this script's; the recordings are cited in their READMEs.
-Prints: cases, tracebacks, wrong exit codes, hangs (goal 0, 0, 0).
+traceback, within the timeout, and never print a terminal escape or other control character raw (issue 43: the
+tokens include escapes, look-alike digits and minus signs, and numbers past Python's 4300-digit int-string limit).
+The mutations are this script's; the recordings are cited in their READMEs.
+Prints: cases, tracebacks, wrong exit codes, hangs, raw controls (goal 0, 0, 0, 0).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as a script
+    sys.path.insert(0, str(REPO))
+from tests.fuzz_specs import RAW_CONTROL  # noqa: E402  (what no command may print raw)
+
 FIX = REPO / "tests" / "fixtures"
 SEEDS = {"fio": sorted((FIX / "fio").rglob("*.json")), "nccl": sorted((FIX / "nccl").glob("*.txt")) +
          sorted((FIX / "nccl").glob("*.json")), "ib_write_bw": sorted(p for p in (FIX / "rdma").glob("*.txt")
@@ -33,7 +39,8 @@ SEEDS = {"fio": sorted((FIX / "fio").rglob("*.json")), "nccl": sorted((FIX / "nc
 LIMITS = [repr(sys.float_info.max), repr(-sys.float_info.max), repr(sys.float_info.min), "5e-324", "-5e-324", "1e309",
           "-1e309", "1.8e308"]
 TOKENS = ["1e308", "-1", "inf", "nan", "-nan", "N/A", "9" * 400, "0x10", "", "abc", "1.5.5", "\u00e9", "null",
-          *LIMITS]
+          *LIMITS, "9" * 5000, "1" + "0" * 4400, "1e999999", "\u2212" + "1", "\uff11\uff12", "\u0661\u0662",
+          "\x1b]0;owned\x07", "\x1b[2J", "12\u202e34", "\x9b31m"]
 JSON_VALUES = [None, "x", [], {}, -1, 1e308, True, [1, [2]], "9" * 50, sys.float_info.max, -sys.float_info.max,
                sys.float_info.min, 5e-324, float("inf"), float("-inf"), float("nan")]
 
@@ -110,7 +117,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=60)
     opts = ap.parse_args()
     rng = random.Random(opts.seed)
-    counts = {"cases": 0, "tracebacks": 0, "wrong exit codes": 0, "hangs": 0}
+    counts = {"cases": 0, "tracebacks": 0, "wrong exit codes": 0, "hangs": 0, "raw controls": 0}
     bad: list[str] = []
 
     def judge(label: str, rc: int | None, err: str, ok: set[int]) -> None:
@@ -127,6 +134,9 @@ def main() -> int:
         elif rc == 2 and "error" not in err:  # "error: ..." (bad input) or a check's "setup_error"
             counts["wrong exit codes"] += 1
             bad.append(f"exit 2 without a message: {label}")
+        if rc is not None and RAW_CONTROL.search(err):
+            counts["raw controls"] += 1
+            bad.append(f"raw control character printed: {label}: {RAW_CONTROL.search(err)!r}")
 
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -169,7 +179,8 @@ def main() -> int:
     print(", ".join(f"{k}: {v}" for k, v in counts.items()))
     for line in bad[:40]:
         print(" ", line)
-    return 0 if counts["tracebacks"] == counts["wrong exit codes"] == counts["hangs"] == 0 else 1
+    return 0 if counts["tracebacks"] == counts["wrong exit codes"] == counts["hangs"] == counts["raw controls"] == 0 \
+        else 1
 
 
 if __name__ == "__main__":

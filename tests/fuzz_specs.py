@@ -2,15 +2,22 @@
 
 Not collected by pytest (no ``test_`` prefix); run it by hand, it prints its counts (issue 16, "Done when")::
 
-    .venv/bin/python tests/fuzz_specs.py --cases 2000 --seed 1 --timeout 30 --workers 2
+    .venv/bin/python tests/fuzz_specs.py --cases 10000 --seed 1 --timeout 30 --workers 2
 
 Each case mutates one of ``examples/*.yaml`` (value swaps, type changes, extreme numbers, unitless and wrong-unit
-strings, deleted and duplicated keys, deep nesting, aliases, random bytes, truncation, non-UTF-8, empty file), then
-runs ``clustersmith validate`` and ``clustersmith build -o <tmp>`` in subprocesses with a timeout. It counts:
+strings, deleted and duplicated keys, deep nesting, aliases, YAML 1.1 scalars, look-alike characters, control
+characters and terminal escapes, huge numbers, random bytes, truncation, non-UTF-8, empty file) or puts a special
+file where the spec belongs (FIFO, device, folder, symlink loop, dangling link), then runs ``clustersmith validate``
+and ``clustersmith build -o <tmp>`` with a timeout: by default each in a forked child of a worker that imported the
+CLI once (tests/fuzz_fork.py: the same ``main()``, 0.5 s less per command), with ``--subprocess`` as the console
+script users start. It counts:
 
 - tracebacks: stderr holds ``Traceback``;
 - wrong exit codes: anything but 0 or 2;
 - partial outputs: build exit 2 with files written, or build exit 0 with a listed file missing or empty;
+- writes after a refusal: build exit 2 and the case's secrets folder holds a file (issue 43 item 4);
+- raw control characters: a terminal escape or other control character in what a command printed, which could
+  clear or retitle the user's terminal (issue 43 item 5: echoed values are escaped);
 - validate/build disagreements: validate exit 0 but build exit 2 (a spec that validates always builds);
 - hangs: a command that ran past ``--timeout``.
 
@@ -25,6 +32,7 @@ import collections
 import copy
 import json
 import math
+import multiprocessing
 import os
 import random
 import re
@@ -32,7 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +49,16 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: tests.fuzz_fork, and blueprints from this checkout
+    sys.path.insert(0, str(REPO))
+from tests.fuzz_fork import Outcome, run_forked  # noqa: E402
+
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
-FAILURES = ("traceback", "wrong_exit", "partial_output", "validate_ok_build_fails", "hang")
+FAILURES = ("traceback", "wrong_exit", "partial_output", "write_after_refusal", "raw_control",
+            "validate_ok_build_fails", "hang")
+# What a command may never print raw: C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI).
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")  # and bidi controls
+SPECIAL_FILES = ("fifo", "dev_zero", "dev_null", "directory", "loop", "dangling")
 KEEP_PER_CLASS = 5
 
 # Values a mutation puts in place of a leaf: extreme numbers, unitless and wrong-unit strings, other types.
@@ -189,6 +205,55 @@ def t_yaml11_scalar(rng: random.Random, text: str) -> str:
     return "".join(lines)
 
 
+# Characters a reader takes for others (issue 43 item 5): Cyrillic and Greek letters, Unicode dashes and minus, a
+# fullwidth digit, no-break and zero-width spaces.
+LOOKALIKES = {"a": "\u0430", "e": "\u0435", "o": "\u043e", "p": "\u0440", "c": "\u0441", "x": "\u0445",
+              "i": "\u0456", "B": "\u0392", "T": "\u03a4", "-": "\u2010\u2013\u2212", "0": "\uff10",
+              " ": "\u00a0\u200b"}
+
+
+def t_lookalike(rng: random.Random, text: str) -> str:
+    spots = [i for i, ch in enumerate(text) if ch in LOOKALIKES]
+    for i in rng.sample(spots, k=min(len(spots), rng.choice([1, 1, 2, 5]))):
+        text = text[:i] + rng.choice(LOOKALIKES[text[i]]) + text[i + 1:]
+    return text
+
+
+# Terminal escapes and other controls: raw (YAML refuses most of them) and as double-quoted YAML escapes, which YAML
+# reads into the key or value, so a message that echoes it must escape them.
+RAW_CONTROLS = ("\x1b[2J", "\x1b]0;owned\x07", "\x07", "\x08\x08", "\r", "\x7f", "\x9b31m", "\u202e", "\x00")
+YAML_ESCAPES = (r"\e[2J\e[H", r"\e]0;owned\a", r"\a", r"\b", r"\r", r"\x9b31m", r"\u202e", r"\0", r"\x1b[31m")
+
+
+def t_control(rng: random.Random, text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    spots = [i for i, line in enumerate(lines) if re.match(r"^\s*[A-Za-z_]+: \S", line)]
+    if not spots:
+        return text
+    i = rng.choice(spots)
+    key, value = lines[i].rstrip("\n").split(": ", 1)
+    indent, name = key[: len(key) - len(key.lstrip())], key.strip()
+    where = rng.random()
+    if where < 0.4:  # in the value, read by YAML
+        lines[i] = f'{key}: "{value.strip(chr(34))}{rng.choice(YAML_ESCAPES)}"\n'
+    elif where < 0.7:  # in the key, read by YAML
+        lines[i] = f'{indent}"{name}{rng.choice(YAML_ESCAPES)}": {value}\n'
+    else:  # raw bytes
+        lines[i] = f"{key}: {value}{rng.choice(RAW_CONTROLS)}\n"
+    return "".join(lines)
+
+
+def t_huge_number(rng: random.Random, text: str) -> str:
+    """A number longer than Python's int-string limit (4300 digits), or with an exponent far past a double's."""
+    numbers = list(re.finditer(r"(?<![\w.])\d+(?:\.\d+)?", text))
+    if not numbers:
+        return text
+    m = rng.choice(numbers)
+    huge = rng.choice(["9" * 5000, "1" + "0" * 4400, "1e999999", "-" + "9" * 4301, "0." + "0" * 5000 + "1",
+                       "9" * 4300 + ".5", "0x" + "f" * 5000, "1" * 100_000])
+    return text[: m.start()] + huge + text[m.end():]
+
+
 def t_random_bytes(rng: random.Random, data: bytes) -> bytes:
     pos = rng.randrange(len(data) + 1)
     return data[:pos] + rng.randbytes(rng.choice([1, 4, 64, 512])) + data[pos:]
@@ -231,10 +296,14 @@ class Case:
     example: str
     mutations: list[str]
     data: bytes
+    special: str | None = None  # one of SPECIAL_FILES in place of the spec file
 
 
 def make_case(index: int, seed: int) -> Case:
     rng = random.Random(f"{seed}:{index}")
+    if rng.random() < 0.02:
+        kind = rng.choice(SPECIAL_FILES)
+        return Case(index, "-", [f"special_{kind}"], b"", kind)
     example = rng.choice(EXAMPLES)
     text = example.read_text()
     names: list[str] = []
@@ -253,8 +322,8 @@ def make_case(index: int, seed: int) -> Case:
             text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=rng.random() < 0.5, width=10**6)
         except RecursionError:  # too deep for PyYAML's writer: the case keeps the example's text
             names.clear()
-    if rng.random() < 0.15 or not names:
-        fn_t = rng.choice([t_duplicate_line, t_alias, t_yaml11_scalar])
+    if rng.random() < 0.3 or not names:
+        fn_t = rng.choice([t_duplicate_line, t_alias, t_yaml11_scalar, t_lookalike, t_control, t_huge_number])
         text = fn_t(rng, text)
         names.append(fn_t.__name__)
     data = text.encode()
@@ -278,29 +347,57 @@ class Result:
     details: dict[str, str] = field(default_factory=dict)
 
 
-def _run(cmd: list[str], timeout: float, cwd: Path) -> tuple[int | str, str, str]:
+def _run(cmd: list[str], timeout: float, cwd: Path, env: dict[str, str]) -> Outcome:
     try:
-        p = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL,
-                           env={**os.environ, "COLUMNS": "400", "NO_COLOR": "1"})
+        p = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired as exc:
         return "timeout", (exc.stdout or b"").decode(errors="replace"), (exc.stderr or b"").decode(errors="replace")
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def _forked(cmd: list[str], timeout: float, cwd: Path, env: dict[str, str]) -> Outcome:
+    from blueprints.cli import main as cli_main  # imported by the pool's parent before it forked its workers
+
+    return run_forked(cli_main, ["clustersmith", *cmd[len(_cli()):]], timeout, cwd, env)
+
+
+Runner = Callable[[list[str], float, Path, dict[str, str]], Outcome]
 
 
 def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
 
 
-def run_case(case: Case, timeout: float) -> Result:
+def _place_special(spec: Path, kind: str) -> None:
+    """A special file where the spec belongs; a FIFO gets no writer, so a reader that opens it would block."""
+    if kind == "fifo":
+        os.mkfifo(spec)
+    elif kind == "dev_zero":
+        spec.symlink_to("/dev/zero")
+    elif kind == "dev_null":
+        spec.symlink_to("/dev/null")
+    elif kind == "directory":
+        spec.mkdir()
+    elif kind == "loop":
+        spec.symlink_to(spec.name)
+    else:
+        spec.symlink_to("nowhere.yaml")
+
+
+def run_case(case: Case, timeout: float, runner: Runner = _run) -> Result:
     res = Result(case)
     with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
         work = Path(tmp)
         spec = work / "spec.yaml"
-        spec.write_bytes(case.data)
-        out = work / "out"
+        if case.special:
+            _place_special(spec, case.special)
+        else:
+            spec.write_bytes(case.data)
+        out, secrets = work / "out", work / "secrets"
+        env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "CLUSTERSMITH_SECRETS_DIR": str(secrets)}
         for cmd in ("validate", "build"):
             argv = [*_cli(), cmd, str(spec), *(["-o", str(out)] if cmd == "build" else [])]
-            code, stdout, stderr = _run(argv, timeout, work)
+            code, stdout, stderr = runner(argv, timeout, work, env)
             res.codes[cmd] = code
             res.details[cmd] = f"$ {' '.join(argv[-4:])}\nexit {code}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
             if code == "timeout":
@@ -310,6 +407,8 @@ def run_case(case: Case, timeout: float) -> Result:
                 res.failures.append("traceback")
             if code not in (0, 2):
                 res.failures.append("wrong_exit")
+            if RAW_CONTROL.search(stdout + stderr):
+                res.failures.append("raw_control")
             if cmd == "build":
                 written = _files(out)
                 # the files build lists: the indented lines after "built ...", up to its "next:" steps
@@ -319,6 +418,9 @@ def run_case(case: Case, timeout: float) -> Result:
                 if code == 2 and written:
                     res.failures.append("partial_output")
                     res.details["partial"] = "written on exit 2: " + ", ".join(map(str, written[:10]))
+                if code == 2 and _files(secrets):
+                    res.failures.append("write_after_refusal")
+                    res.details["secrets"] = "secrets written on exit 2: " + ", ".join(map(str, _files(secrets)))
                 if code == 0:
                     bad = [p for p in listed if not p.is_file() or p.stat().st_size == 0]
                     # the build folder's lock file is empty by design (flock on it serialises builds)
@@ -332,6 +434,28 @@ def run_case(case: Case, timeout: float) -> Result:
     return res
 
 
+_TIMEOUT = 30.0  # a forked pool worker's per-command timeout, set by main before the pool forks
+
+
+def _forked_case(case: Case) -> Result:
+    return run_case(case, _TIMEOUT, _forked)
+
+
+def results(cases: Iterator[Case], timeout: float, workers: int, subprocesses: bool) -> Iterator[Result]:
+    """Each case's result, in order: threads waiting on subprocesses, or single-threaded worker processes that fork
+    one child per command (tests/fuzz_fork.py)."""
+    if subprocesses:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            yield from pool.map(lambda c: run_case(c, timeout), cases)
+        return
+    global _TIMEOUT
+    _TIMEOUT = timeout
+    import blueprints.cli  # noqa: F401  (imported once, before the workers fork)
+
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        yield from pool.imap(_forked_case, cases, chunksize=4)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=200, help="number of mutated specs (default 200)")
@@ -339,36 +463,39 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per command before it counts as a hang")
     ap.add_argument("--workers", type=int, default=2, help="parallel cases, at most 2 on shared machines (default 2)")
     ap.add_argument("--keep", type=Path, default=None, help="folder for failing inputs (default: a new temp folder)")
+    ap.add_argument("--subprocess", action="store_true",
+                    help="start the console script for every command, as users do (default: fork a worker that "
+                         "imported the CLI once; about 0.5 s less per command)")
     args = ap.parse_args(argv)
     workers = max(1, min(args.workers, 2, os.cpu_count() or 1))
     keep = args.keep or Path(tempfile.mkdtemp(prefix="clustersmith-fuzz-"))
     keep.mkdir(parents=True, exist_ok=True)
-    # every build writes its cluster's secrets file (blueprints.secrets): into a folder of this run's, not $HOME
-    os.environ.setdefault("CLUSTERSMITH_SECRETS_DIR", tempfile.mkdtemp(prefix="clustersmith-fuzz-secrets-"))
+    # the CLI's console is made when blueprints.cli is imported: as wide and colourless as each command's own
+    os.environ.update({"COLUMNS": "400", "NO_COLOR": "1"})
 
     codes: collections.Counter[str] = collections.Counter()
     failures: collections.Counter[str] = collections.Counter()
     mutations: collections.Counter[str] = collections.Counter()
     kept: dict[str, list[str]] = collections.defaultdict(list)
     cases = (make_case(i, args.seed) for i in range(args.cases))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for done, res in enumerate(pool.map(lambda c: run_case(c, args.timeout), cases), 1):
-            codes[f"validate={res.codes.get('validate')} build={res.codes.get('build')}"] += 1
-            mutations.update(set(res.case.mutations))
-            for kind in res.failures:
-                failures[kind] += 1
-                if len(kept[kind]) < KEEP_PER_CLASS:
-                    folder = keep / kind / f"case-{res.case.index:05d}"
-                    folder.mkdir(parents=True, exist_ok=True)
-                    (folder / "spec.yaml").write_bytes(res.case.data)
-                    (folder / "run.txt").write_text(
-                        f"example {res.case.example}, mutations {res.case.mutations}\n\n"
-                        + "\n\n".join(res.details.values()), encoding="utf-8")
-                    kept[kind].append(str(folder))
-            if done % 100 == 0:
-                print(f"... {done}/{args.cases} " + json.dumps(dict(failures)), file=sys.stderr, flush=True)
+    for done, res in enumerate(results(cases, args.timeout, workers, args.subprocess), 1):
+        codes[f"validate={res.codes.get('validate')} build={res.codes.get('build')}"] += 1
+        mutations.update(set(res.case.mutations))
+        for kind in res.failures:
+            failures[kind] += 1
+            if len(kept[kind]) < KEEP_PER_CLASS:
+                folder = keep / kind / f"case-{res.case.index:05d}"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "spec.yaml").write_bytes(res.case.data or f"special file: {res.case.special}\n".encode())
+                (folder / "run.txt").write_text(
+                    f"example {res.case.example}, mutations {res.case.mutations}\n\n"
+                    + "\n\n".join(res.details.values()), encoding="utf-8")
+                kept[kind].append(str(folder))
+        if done % 100 == 0:
+            print(f"... {done}/{args.cases} " + json.dumps(dict(failures)), file=sys.stderr, flush=True)
 
-    print(f"cases: {args.cases} (seed {args.seed}, timeout {args.timeout}s, {workers} workers, CLI {' '.join(_cli())})")
+    how = " ".join(_cli()) + (" (subprocesses)" if args.subprocess else " (main() in forked children)")
+    print(f"cases: {args.cases} (seed {args.seed}, timeout {args.timeout}s, {workers} workers, CLI {how})")
     print("exit codes seen:")
     for key, n in sorted(codes.items()):
         print(f"  {key}: {n}")
