@@ -23,6 +23,7 @@ class Explanation:
     rule: str | None
     formula: str
     sources: tuple[SpecLine, ...]
+    within: str = ""  # the node whose derived_from covers this value, where it is not the value itself
 
 
 def _key_of(item: Any) -> str | None:
@@ -54,16 +55,43 @@ def _walk(node: Any, parts: list[str], done: list[str]) -> tuple[Any, list[str]]
 
 
 def _children(node: Any) -> list[str]:
+    """A section's steps: its keys, a list item's id or name, else its index."""
     if isinstance(node, dict):
         return list(node)
     if isinstance(node, list):
-        return [k for k in (_key_of(i) for i in node) if k] or [str(i) for i in range(len(node))]
+        return [_key_of(item) or str(i) for i, item in enumerate(node)]
     return []
+
+
+def _parts(data: dict[str, Any], dotted: str) -> list[str]:
+    """The path's steps; ``acceptance.<check id>`` is short for ``acceptance.checks.<check id>``."""
+    parts = [p for p in dotted.strip().split(".") if p]
+    if len(parts) > 1 and parts[0] == "acceptance" and parts[1] not in data["acceptance"]:
+        parts.insert(1, "checks")
+    return parts
+
+
+def _derived(data: dict[str, Any], done: list[str]) -> tuple[dict[str, Any], list[str]] | None:
+    """The innermost node on the path that carries a derived_from, with its path."""
+    for n in range(len(done), -1, -1):
+        node, _ = _walk(data, done[:n], [])
+        if isinstance(node, dict) and "derived_from" in node:
+            return node, done[:n]
+    return None
+
+
+def _shown(node: dict[str, Any]) -> Any:
+    if "value" in node:
+        return node["value"]
+    if "threshold" in node:  # an acceptance check or an alert rule
+        return f"{node.get('op', 'threshold')} {_number(node['threshold'])} {node['unit']} ({node['severity']})"
+    return {k: v for k, v in node.items() if k != "derived_from"}
 
 
 def explain(bp: Blueprint, dotted: str) -> Explanation:
     data = bp.model_dump(mode="json", by_alias=True)
-    parts = [p for p in dotted.split(".") if p]
+    parts = _parts(data, dotted)
+    dotted = ".".join(parts)
     node, done = _walk(data, parts, [])
     if node is None:
         parent, _ = _walk(data, done, [])
@@ -72,19 +100,16 @@ def explain(bp: Blueprint, dotted: str) -> Explanation:
             [Problem(dotted, f"no such value in the Blueprint; under {'.'.join(done) or '(top)'} there is: {options}")],
             title="cannot explain",
         )
-    if isinstance(node, dict) and "derived_from" in node:
-        prov = node["derived_from"]
-        if "value" in node:
-            value = node["value"]
-        elif "threshold" in node:  # an acceptance check or an alert rule
-            op = node.get("op", "threshold")
-            value = f"{op} {node['threshold']:g} {node['unit']} ({node['severity']})"
-        else:
-            value = {k: v for k, v in node.items() if k != "derived_from"}
-        sources = [SpecLine(path, bp.spec_lines.get(path), bp.spec_values.get(path, "(default)"))
-                   for path in prov["spec"]]
-        return Explanation(dotted, value, prov["rule"], prov.get("formula", ""), tuple(sources))
-    return Explanation(dotted, node, None, "", ())
+    found = _derived(data, done)
+    if found is None:
+        return Explanation(dotted, node, None, "", ())
+    owner, at = found
+    prov = owner["derived_from"]
+    sources = [SpecLine(path, bp.spec_lines.get(path), bp.spec_values.get(path, "(default)"))
+               for path in prov["spec"]]
+    value = _shown(owner) if at == done else node
+    within = "" if at == done else ".".join(at)
+    return Explanation(dotted, value, prov["rule"], prov.get("formula", ""), tuple(sources), within)
 
 
 def render_explanation(bp: Blueprint, e: Explanation) -> str:
@@ -92,6 +117,8 @@ def render_explanation(bp: Blueprint, e: Explanation) -> str:
     if e.rule is None:
         lines.append("  not derived from the spec: a constant of the design or a container of values")
         return "\n".join(lines)
+    if e.within:
+        lines.append(f"  part of: {e.within}, derived as a whole")
     lines.append(f"  rule:    {e.rule}")
     if e.formula:
         lines.append(f"  because: {e.formula}")
@@ -100,6 +127,10 @@ def render_explanation(bp: Blueprint, e: Explanation) -> str:
         where = f"line {s.line:>3}" if s.line else "(not in the file: default)"
         lines.append(f"    {where}  {s.path}: {s.value}")
     return "\n".join(lines)
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
 
 
 def _short(value: Any) -> str:
