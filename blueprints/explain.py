@@ -8,6 +8,9 @@ from typing import Any
 from blueprints.blueprint import Blueprint
 from blueprints.errors import ClusterSmithError, Problem
 
+EXAMPLE_PATH = "acceptance.storage.read_throughput"
+WIDE = 100  # characters of a section's line before its value is cut
+
 
 @dataclass(frozen=True)
 class SpecLine:
@@ -24,6 +27,7 @@ class Explanation:
     formula: str
     sources: tuple[SpecLine, ...]
     within: str = ""  # the node whose derived_from covers this value, where it is not the value itself
+    section: bool = False  # a container of values without a derivation of its own: listed one value a line
 
 
 def _key_of(item: Any) -> str | None:
@@ -54,19 +58,27 @@ def _walk(node: Any, parts: list[str], done: list[str]) -> tuple[Any, list[str]]
     return None, done
 
 
-def _children(node: Any) -> list[str]:
-    """A section's steps: its keys, a list item's id or name, else its index."""
+def _items(node: Any) -> list[tuple[str, Any]]:
+    """A section's values by the step that names each: a key, a list item's id or name, else its index."""
     if isinstance(node, dict):
-        return list(node)
+        return list(node.items())
     if isinstance(node, list):
-        return [_key_of(item) or str(i) for i, item in enumerate(node)]
+        return [(_key_of(item) or str(i), item) for i, item in enumerate(node)]
     return []
 
 
 def _parts(data: dict[str, Any], dotted: str) -> list[str]:
-    """The path's steps; ``acceptance.<check id>`` is short for ``acceptance.checks.<check id>``."""
-    parts = [p for p in dotted.strip().split(".") if p]
-    if len(parts) > 1 and parts[0] == "acceptance" and parts[1] not in data["acceptance"]:
+    """The path's steps; an empty or blank path, or one with an empty step, is bad input naming the sections.
+    ``acceptance.<check id>`` is short for ``acceptance.checks.<check id>``."""
+    parts = dotted.strip().split(".")
+    if not dotted.strip() or not all(parts):
+        what = "empty" if not dotted.strip() else "has an empty step"
+        sections = [k for k, v in data.items() if isinstance(v, dict | list) and not k.startswith("spec_")]
+        raise ClusterSmithError(
+            [Problem("PATH", f"{what}; expected a dotted path to one value of the Blueprint, e.g. {EXAMPLE_PATH}",
+                     value=repr(dotted), hint="its sections: " + ", ".join(sections))],
+            title="cannot explain")
+    if parts[0] == "acceptance" and len(parts) > 1 and parts[1] not in data["acceptance"]:
         parts.insert(1, "checks")
     return parts
 
@@ -95,14 +107,14 @@ def explain(bp: Blueprint, dotted: str) -> Explanation:
     node, done = _walk(data, parts, [])
     if node is None:
         parent, _ = _walk(data, done, [])
-        options = ", ".join(_children(parent)[:25])
+        options = ", ".join(key for key, _ in _items(parent)[:25])
         raise ClusterSmithError(
             [Problem(dotted, f"no such value in the Blueprint; under {'.'.join(done) or '(top)'} there is: {options}")],
             title="cannot explain",
         )
     found = _derived(data, done)
     if found is None:
-        return Explanation(dotted, node, None, "", ())
+        return Explanation(dotted, node, None, "", (), section=isinstance(node, dict | list))
     owner, at = found
     prov = owner["derived_from"]
     sources = [SpecLine(path, bp.spec_lines.get(path), bp.spec_values.get(path, "(default)"))
@@ -113,9 +125,11 @@ def explain(bp: Blueprint, dotted: str) -> Explanation:
 
 
 def render_explanation(bp: Blueprint, e: Explanation) -> str:
-    lines = [f"{e.path} = {_short(e.value)}"]
+    if e.section:
+        return _render_section(e)
+    lines = _value_lines(e.path, e.value)
     if e.rule is None:
-        lines.append("  not derived from the spec: a constant of the design or a container of values")
+        lines.append("  not derived from the spec: a constant of the design")
         return "\n".join(lines)
     if e.within:
         lines.append(f"  part of: {e.within}, derived as a whole")
@@ -127,6 +141,33 @@ def render_explanation(bp: Blueprint, e: Explanation) -> str:
         where = f"line {s.line:>3}" if s.line else "(not in the file: default)"
         lines.append(f"    {where}  {s.path}: {s.value}")
     return "\n".join(lines)
+
+
+def _render_section(e: Explanation) -> str:
+    """A section, one value a line (cut to ``WIDE``), each named by the path that explains it."""
+    items = _items(e.value)
+    lines = [f"{e.path}: a section of {len(items)} value(s), not derived as a whole; explain one of:"]
+    for key, value in items:
+        derived = isinstance(value, dict) and "derived_from" in value
+        line = f"  {e.path}.{key} = {_short(_shown(value)) if derived else _outline(value)}"
+        lines.append((line if len(line) <= WIDE else line[:WIDE - 1] + "…") + ("  (derived)" if derived else ""))
+    return "\n".join(lines)
+
+
+def _value_lines(path: str, value: Any) -> list[str]:
+    """``path = value`` on one line; a group of values (a check's arguments, a scratch area) one value a line."""
+    if not isinstance(value, dict | list) or not value:
+        return [f"{path} = {_short(value)}"]
+    return [f"{path} =", *(f"    {key}: {_short(item)}" for key, item in _items(value))]
+
+
+def _outline(value: Any) -> str:
+    """A value inside a section: a nested section by its count and names, anything else as it is."""
+    if isinstance(value, dict | list):
+        names = [key for key, _ in _items(value)]
+        opening, closing = "{}" if isinstance(value, dict) else "[]"
+        return f"{opening}{len(names)}: {', '.join(names)}{closing}" if names else opening + closing
+    return str(value)
 
 
 def _number(value: float) -> str:

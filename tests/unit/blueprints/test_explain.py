@@ -94,3 +94,20 @@ def test_acceptance_shorthand_only_for_check_ids(canonical: Blueprint, path: str
     acceptance.* path that way, so acceptance.footprint and acceptance.workloads could not be explained."""
     assert explain(canonical, path).path == full
 
+
+def test_a_section_is_listed_one_value_a_line(canonical: Blueprint) -> None:
+    """A path naming a section printed the whole of it on one line; now one line a value, each cut short."""
+    text = render_explanation(canonical, explain(canonical, "storage"))
+    lines = text.splitlines()
+    assert lines[0] == "storage: a section of 9 value(s), not derived as a whole; explain one of:"
+    assert "  storage.tiers = [4: local_cache, hot, warm, cold]" in lines
+    assert "  storage.read_throughput = 503.13GB/s  (derived)" in lines
+    assert max(map(len, lines)) <= 120 and len(lines) == 10
+    assert render_explanation(canonical, explain(canonical, "acceptance.footprint")).splitlines()[1:3] == [
+        "  acceptance.footprint.files = 512", "  acceptance.footprint.per_file = 4GiB"]
+
+
+def test_a_group_inside_a_derived_node_is_one_value_a_line(canonical: Blueprint) -> None:
+    lines = render_explanation(canonical, explain(canonical, "acceptance.storage.read_throughput.args")).splitlines()
+    assert lines[:3] == ["acceptance.checks.storage.read_throughput.args =", "    kind: fio", "    workload: seq_read"]
+    assert "  part of: acceptance.checks.storage.read_throughput, derived as a whole" in lines
