@@ -7,6 +7,7 @@ from typing import Any
 
 from blueprints.blueprint import Blueprint
 from blueprints.errors import ClusterSmithError, Problem
+from blueprints.figures import plain
 
 EXAMPLE_PATH = "acceptance.storage.read_throughput"
 WIDE = 100  # characters of a section's line before its value is cut
@@ -96,7 +97,7 @@ def _shown(node: dict[str, Any]) -> Any:
     if "value" in node:
         return node["value"]
     if "threshold" in node:  # an acceptance check or an alert rule
-        return f"{node.get('op', 'threshold')} {_number(node['threshold'])} {node['unit']} ({node['severity']})"
+        return f"{node.get('op', 'threshold')} {plain(node['threshold'])} {node['unit']} ({node['severity']})"
     return {k: v for k, v in node.items() if k != "derived_from"}
 
 
@@ -168,10 +169,6 @@ def _outline(value: Any) -> str:
         opening, closing = "{}" if isinstance(value, dict) else "[]"
         return f"{opening}{len(names)}: {', '.join(names)}{closing}" if names else opening + closing
     return str(value)
-
-
-def _number(value: float) -> str:
-    return f"{value:g}"
 
 
 def _short(value: Any) -> str:
