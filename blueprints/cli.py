@@ -123,8 +123,6 @@ def next_steps(bp: Blueprint, folder: Path) -> list[str]:
 def explain_cmd(build_dir: Path, path: str) -> None:
     """Show where a Blueprint value came from, e.g. acceptance.checks.storage.read_throughput."""
     bp = load_blueprint(build_dir)
-    if path.startswith("acceptance.") and not path.startswith("acceptance.checks"):
-        path = "acceptance.checks." + path.removeprefix("acceptance.")
     click.echo(render_explanation(bp, explain(bp, path)))
 
 

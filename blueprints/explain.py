@@ -7,6 +7,10 @@ from typing import Any
 
 from blueprints.blueprint import Blueprint
 from blueprints.errors import ClusterSmithError, Problem
+from blueprints.figures import plain
+
+EXAMPLE_PATH = "acceptance.storage.read_throughput"
+WIDE = 100  # characters of a section's line before its value is cut
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,8 @@ class Explanation:
     rule: str | None
     formula: str
     sources: tuple[SpecLine, ...]
+    within: str = ""  # the node whose derived_from covers this value, where it is not the value itself
+    section: bool = False  # a container of values without a derivation of its own: listed one value a line
 
 
 def _key_of(item: Any) -> str | None:
@@ -53,45 +59,81 @@ def _walk(node: Any, parts: list[str], done: list[str]) -> tuple[Any, list[str]]
     return None, done
 
 
-def _children(node: Any) -> list[str]:
+def _items(node: Any) -> list[tuple[str, Any]]:
+    """A section's values by the step that names each: a key, a list item's id or name, else its index."""
     if isinstance(node, dict):
-        return list(node)
+        return list(node.items())
     if isinstance(node, list):
-        return [k for k in (_key_of(i) for i in node) if k] or [str(i) for i in range(len(node))]
+        return [(_key_of(item) or str(i), item) for i, item in enumerate(node)]
     return []
+
+
+def _parts(data: dict[str, Any], dotted: str) -> list[str]:
+    """The path's steps; an empty or blank path, or one with an empty step, is bad input naming the sections.
+    ``acceptance.<check id>`` is short for ``acceptance.checks.<check id>``."""
+    parts = dotted.strip().split(".")
+    if not dotted.strip() or not all(parts):
+        what = "empty" if not dotted.strip() else "has an empty step"
+        sections = [k for k, v in data.items() if isinstance(v, dict | list) and not k.startswith("spec_")]
+        raise ClusterSmithError(
+            [Problem("PATH", f"{what}; expected a dotted path to one value of the Blueprint, e.g. {EXAMPLE_PATH}",
+                     value=repr(dotted), hint="its sections: " + ", ".join(sections))],
+            title="cannot explain")
+    if parts[0] == "acceptance" and len(parts) > 1 and parts[1] not in data["acceptance"]:
+        parts.insert(1, "checks")
+    return parts
+
+
+def _derived(data: dict[str, Any], done: list[str]) -> tuple[dict[str, Any], list[str]] | None:
+    """The innermost node on the path that carries a derived_from, with its path."""
+    for n in range(len(done), -1, -1):
+        node, _ = _walk(data, done[:n], [])
+        if isinstance(node, dict) and "derived_from" in node:
+            return node, done[:n]
+    return None
+
+
+def _shown(node: dict[str, Any]) -> Any:
+    if "value" in node:
+        return node["value"]
+    if "threshold" in node:  # an acceptance check or an alert rule
+        return f"{node.get('op', 'threshold')} {plain(node['threshold'])} {node['unit']} ({node['severity']})"
+    return {k: v for k, v in node.items() if k != "derived_from"}
 
 
 def explain(bp: Blueprint, dotted: str) -> Explanation:
     data = bp.model_dump(mode="json", by_alias=True)
-    parts = [p for p in dotted.split(".") if p]
+    parts = _parts(data, dotted)
+    dotted = ".".join(parts)
     node, done = _walk(data, parts, [])
     if node is None:
         parent, _ = _walk(data, done, [])
-        options = ", ".join(_children(parent)[:25])
+        options = ", ".join(key for key, _ in _items(parent)[:25])
         raise ClusterSmithError(
             [Problem(dotted, f"no such value in the Blueprint; under {'.'.join(done) or '(top)'} there is: {options}")],
             title="cannot explain",
         )
-    if isinstance(node, dict) and "derived_from" in node:
-        prov = node["derived_from"]
-        if "value" in node:
-            value = node["value"]
-        elif "threshold" in node:  # an acceptance check or an alert rule
-            op = node.get("op", "threshold")
-            value = f"{op} {node['threshold']:g} {node['unit']} ({node['severity']})"
-        else:
-            value = {k: v for k, v in node.items() if k != "derived_from"}
-        sources = [SpecLine(path, bp.spec_lines.get(path), bp.spec_values.get(path, "(default)"))
-                   for path in prov["spec"]]
-        return Explanation(dotted, value, prov["rule"], prov.get("formula", ""), tuple(sources))
-    return Explanation(dotted, node, None, "", ())
+    found = _derived(data, done)
+    if found is None:
+        return Explanation(dotted, node, None, "", (), section=isinstance(node, dict | list))
+    owner, at = found
+    prov = owner["derived_from"]
+    sources = [SpecLine(path, bp.spec_lines.get(path), bp.spec_values.get(path, "(default)"))
+               for path in prov["spec"]]
+    value = _shown(owner) if at == done else node
+    within = "" if at == done else ".".join(at)
+    return Explanation(dotted, value, prov["rule"], prov.get("formula", ""), tuple(sources), within)
 
 
 def render_explanation(bp: Blueprint, e: Explanation) -> str:
-    lines = [f"{e.path} = {_short(e.value)}"]
+    if e.section:
+        return _render_section(e)
+    lines = _value_lines(e.path, e.value)
     if e.rule is None:
-        lines.append("  not derived from the spec: a constant of the design or a container of values")
+        lines.append("  not derived from the spec: a constant of the design")
         return "\n".join(lines)
+    if e.within:
+        lines.append(f"  part of: {e.within}, derived as a whole")
     lines.append(f"  rule:    {e.rule}")
     if e.formula:
         lines.append(f"  because: {e.formula}")
@@ -100,6 +142,33 @@ def render_explanation(bp: Blueprint, e: Explanation) -> str:
         where = f"line {s.line:>3}" if s.line else "(not in the file: default)"
         lines.append(f"    {where}  {s.path}: {s.value}")
     return "\n".join(lines)
+
+
+def _render_section(e: Explanation) -> str:
+    """A section, one value a line (cut to ``WIDE``), each named by the path that explains it."""
+    items = _items(e.value)
+    lines = [f"{e.path}: a section of {len(items)} value(s), not derived as a whole; explain one of:"]
+    for key, value in items:
+        derived = isinstance(value, dict) and "derived_from" in value
+        line = f"  {e.path}.{key} = {_short(_shown(value)) if derived else _outline(value)}"
+        lines.append((line if len(line) <= WIDE else line[:WIDE - 1] + "…") + ("  (derived)" if derived else ""))
+    return "\n".join(lines)
+
+
+def _value_lines(path: str, value: Any) -> list[str]:
+    """``path = value`` on one line; a group of values (a check's arguments, a scratch area) one value a line."""
+    if not isinstance(value, dict | list) or not value:
+        return [f"{path} = {_short(value)}"]
+    return [f"{path} =", *(f"    {key}: {_short(item)}" for key, item in _items(value))]
+
+
+def _outline(value: Any) -> str:
+    """A value inside a section: a nested section by its count and names, anything else as it is."""
+    if isinstance(value, dict | list):
+        names = [key for key, _ in _items(value)]
+        opening, closing = "{}" if isinstance(value, dict) else "[]"
+        return f"{opening}{len(names)}: {', '.join(names)}{closing}" if names else opening + closing
+    return str(value)
 
 
 def _short(value: Any) -> str:

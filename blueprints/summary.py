@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from blueprints.blueprint import AcceptancePlan, Blueprint, FioFootprint, Traced, WiringPlan
+from blueprints.figures import plain
 from blueprints.fleet_plan import FleetsPlan
 from blueprints.summary_ceph import ceph_tables
 
@@ -28,8 +29,8 @@ def summary(bp: Blueprint) -> Group:
     compute.add_column("because")
     compute.add_row("node type", _t(c.node_type), _why(c.node_type))
     compute.add_row("GPU nodes", _t(c.nodes), _why(c.nodes))
-    compute.add_row("rails per node", _t(c.rails), f"{c.rail_speed.gbit:g} Gb/s each")
-    compute.add_row("storage NICs per node", str(c.storage_nics), f"{c.storage_nic_speed.gbit:g} Gb/s each")
+    compute.add_row("rails per node", _t(c.rails), f"{plain(c.rail_speed.gbit)} Gb/s each")
+    compute.add_row("storage NICs per node", str(c.storage_nics), f"{plain(c.storage_nic_speed.gbit)} Gb/s each")
 
     fabric = Table(title="fabric", title_justify="left")
     for col in ("what", "value", "because"):
@@ -90,7 +91,7 @@ def summary(bp: Blueprint) -> Group:
         for o in tier.alternatives:
             label = f"ec-{o.data}+{o.parity}" if o.scheme == "erasure" else f"replica-{o.parity + 1}"
             mark = " (chosen)" if label == tier.protection.value else ""
-            protection.add_row(tier.name, label + mark, f"{o.multiplier:.4g}", str(o.raw), str(o.min_nodes))
+            protection.add_row(tier.name, label + mark, plain(o.multiplier, 4), str(o.raw), str(o.min_nodes))
     designed = Table(title="targets versus design", title_justify="left")
     for col in ("target", "spec", "design", "how"):
         designed.add_column(col)
@@ -110,7 +111,7 @@ def summary(bp: Blueprint) -> Group:
     for col in ("id", "tool", "threshold", "severity", "from spec"):
         checks.add_column(col)
     for ch in bp.acceptance.checks:
-        checks.add_row(ch.id, ch.tool, f"{ch.op} {ch.threshold:g} {ch.unit}", ch.severity,
+        checks.add_row(ch.id, ch.tool, f"{ch.op} {plain(ch.threshold)} {ch.unit}", ch.severity,
                        ", ".join(ch.derived_from.spec))
     ceph = ceph_tables(s.ceph) if s.ceph is not None else []
     fleets = [_fleets(bp.fleets)] if bp.fleets is not None else []

@@ -16,11 +16,14 @@ import math
 import re
 import typing
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, ClassVar, Literal, Self
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
+
+from blueprints.figures import plain
 
 _NUMBER = r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+"
 _QUANTITY = re.compile(rf"^\s*(?P<num>{_NUMBER})\s*(?P<unit>[A-Za-zμµ/%]*)\s*$")
@@ -32,12 +35,6 @@ _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0
 
 class UnitError(ValueError):
     """A quantity that could not be parsed; the message says what was expected."""
-
-
-def _format_number(x: float) -> str:
-    if math.isfinite(x) and x == int(x) and abs(x) < 1e15:  # a ratio of 1e308 renders as 1e310 %: inf, no int
-        return str(int(x))
-    return f"{x:.6g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +95,7 @@ class Quantity:
 
     @classmethod
     def _render(cls, value: float) -> str:
-        return _format_number(value)
+        return plain(value)
 
     @classmethod
     def unknown_unit(cls, number: float, unit: str) -> str | None:
@@ -149,12 +146,26 @@ def _prefixed(symbol: str, scale: float = 1.0) -> dict[str, float]:
     return out
 
 
+EXACT_DIGITS = 6  # a size is written exactly where that takes no more digits than the rounded form would
+
+
+def _positional(x: float) -> str:
+    """The shortest decimal that reads back as ``x``, without an exponent: 1966.08, 2, 0.5."""
+    text = format(Decimal(repr(x)), "f")
+    return text.removesuffix(".0")
+
+
+def _digits(text: str) -> int:
+    """The digits a quantity's text is written with, leading zeros aside: "1.96608PB" 6, "0.5GB" 1."""
+    return len(re.sub(r"[^0-9]", "", text).lstrip("0"))
+
+
 def _readable(value: float, symbol: str, suffix: str = "") -> str:
     for prefix in ("E", "P", "T", "G", "M", "k"):
         f = _DECIMAL[prefix]
         if abs(value) >= f:
-            return f"{_format_number(value / f)}{prefix}{symbol}{suffix}"
-    return f"{_format_number(value)}{symbol}{suffix}"
+            return f"{plain(value / f)}{prefix}{symbol}{suffix}"
+    return f"{plain(value)}{symbol}{suffix}"
 
 
 class Size(Quantity):
@@ -178,14 +189,22 @@ class Size(Quantity):
     @classmethod
     def unknown_unit(cls, number: float, unit: str) -> str | None:
         if unit in cls.bits:
-            return (f"{unit} is bits (b), and a size is bytes (B): {_format_number(number)}{unit} is "
+            return (f"{unit} is bits (b), and a size is bytes (B): {plain(number)}{unit} is "
                     f"{_readable(number * cls.bits[unit] / 8, 'B')}; expected a size in bytes such as "
                     f"{cls.example!r}")
         return None
 
     @classmethod
     def _render(cls, value: float) -> str:
-        return _readable(round(value, 3), "B")
+        """The text that parses back to exactly these whole bytes with the fewest digits, at most ``EXACT_DIGITS``,
+        in the largest unit that holds it: 2**31 -> "2GiB" (not "2.14748GB"), 1966080 * 10**9 -> "1.96608PB". A size
+        no unit writes that briefly (a share of a share) is rounded as rates are: 10**12 / 3 -> "333.333GB"."""
+        whole = round(value)
+        prefixes = [(p + "B", f) for p, f in (*reversed(_DECIMAL.items()), *reversed(_BINARY.items()))
+                    if p != "K" and f <= whole <= cls.maximum]
+        exact = [number + unit for unit, f in prefixes if float(number := _positional(whole / f)) * f == whole]
+        best = min(exact, key=_digits, default="")
+        return best if best and _digits(best) <= EXACT_DIGITS else _readable(round(value, 3), "B")
 
 
 class Rate(Quantity):
@@ -226,8 +245,8 @@ class Duration(Quantity):
     def _render(cls, value: float) -> str:
         for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
             if abs(value) >= f:
-                return f"{_format_number(round(value / f, 6))}{unit}"
-        return f"{_format_number(round(value / 1e-9, 3))}ns"
+                return f"{plain(round(value / f, 6))}{unit}"
+        return f"{plain(round(value / 1e-9, 3))}ns"
 
 
 class Ratio(Quantity):
@@ -239,7 +258,7 @@ class Ratio(Quantity):
 
     @classmethod
     def _render(cls, value: float) -> str:
-        return f"{_format_number(round(value * 100, 6))}%"
+        return f"{plain(round(value * 100, 6))}%"
 
     @classmethod
     def parse(cls, raw: object) -> Self:

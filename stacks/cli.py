@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import click
@@ -10,7 +11,7 @@ import click
 from blueprints.blueprint import load_blueprint
 from blueprints.errors import ClusterSmithError, Problem
 from stacks import inventory as inv
-from stacks.deploy import STEPS, DeployOptions
+from stacks.deploy import PULUMI_MISSING, STEPS, DeployOptions
 from stacks.deploy import deploy as run_deploy
 from stacks.outputs import OUTPUT_NAME
 
@@ -52,10 +53,12 @@ def inventory(build_dir: Path, from_stack: bool, stack: str | None, outputs: Pat
     if outputs is not None:
         data, source = inv.read_outputs_file(outputs), str(outputs)
     else:
-        from stacks.deploy import check_pulumi_cli
-
         bp = load_blueprint(build_dir)
-        check_pulumi_cli(build_dir)
+        if shutil.which("pulumi") is None:  # inventory has no --skip: deploy's hint would name an option it lacks
+            raise ClusterSmithError([Problem("--from-stack", f"{PULUMI_MISSING}, or read the outputs from a file "
+                                             "with --outputs FILE (`pulumi stack output --json` on a machine that "
+                                             "has the CLI)")],
+                                    str(build_dir), "cannot read the stack's outputs")
         from pulumi import automation as auto
 
         work_dir = str(build_dir / "pulumi")

@@ -97,12 +97,15 @@ class DeployOptions(BaseModel):
     credential_check: bool = True
 
 
+PULUMI_MISSING = ("the Pulumi CLI is not installed: `pulumi` is not on PATH. Install it "
+                  "(https://www.pulumi.com/docs/install/) and log in to a backend (`pulumi login`, or "
+                  "`pulumi login --local`)")
+
+
 def check_pulumi_cli(folder: Path) -> str:
     found = shutil.which("pulumi")
     if found is None:
-        raise deploy_error("up", "the Pulumi CLI is not installed: `pulumi` is not on PATH. Install it "
-                           "(https://www.pulumi.com/docs/install/) and log in to a backend (`pulumi login`, or "
-                           "`pulumi login --local`), or skip provisioning with --skip up", folder)
+        raise deploy_error("up", f"{PULUMI_MISSING}, or skip provisioning with --skip up", folder)
     return found
 
 

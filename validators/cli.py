@@ -26,6 +26,7 @@ from rich.table import Table
 
 from blueprints.blueprint import load_blueprint
 from blueprints.commands import output_console
+from blueprints.figures import plain
 from validators.evaluate import evaluate, select
 from validators.parse import PARSERS, write_parsed
 from validators.report import RunReport, refuse_foreign, write_all
@@ -50,8 +51,8 @@ def _summary(report: RunReport) -> None:
     for col in ("check", "status", "measured", "expected", "unit", "coverage", "spec"):
         table.add_column(col)
     for c in report.checks:
-        measured = "-" if c.measured is None else f"{c.measured:.4g}"
-        table.add_row(c.id, f"[{STYLE[c.status]}]{c.status}[/]", measured, f"{c.op} {c.threshold:.4g}", c.unit,
+        measured = "-" if c.measured is None else plain(c.measured, 4)
+        table.add_row(c.id, f"[{STYLE[c.status]}]{c.status}[/]", measured, f"{c.op} {plain(c.threshold)}", c.unit,
                       c.coverage_shown, ", ".join(c.spec))
     # In a log (no terminal) Rich assumes 80 columns and would cut the check ids: print at the table's own width.
     if not out.is_terminal:

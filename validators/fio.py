@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from blueprints.figures import plain
 from blueprints.model import ParsedFinite
 from validators.errors import invalid, parse_error
 from validators.source import JSON, MAX_JSON, document, lines
@@ -194,8 +195,8 @@ class FioRun(ParsedFinite):
             measured = max((d.runtime for d in (j.read, j.write, j.trim, j.mixed) if d is not None), default=0)
             if j.error == 0 and measured < self.time_based_ms * CUT_SHORT:
                 out.append(f"job {j.jobname!r}" + (f" on {j.hostname}" if j.hostname else "") +
-                           f" measured {measured / 1000:g} s of its time_based runtime of "
-                           f"{self.time_based_ms / 1000:g} s")
+                           f" measured {plain(measured / 1000)} s of its time_based runtime of "
+                           f"{plain(self.time_based_ms / 1000)} s")
         return tuple(out)
 
     @property

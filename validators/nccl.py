@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
+from blueprints.figures import plain
 from blueprints.model import ParsedFinite
 from validators.errors import invalid, parse_error
 from validators.source import MAX_JSON, document, json_loads, lines
@@ -100,7 +101,7 @@ class NcclRun(ParsedFinite):
             for r in self.rows:
                 for label, block in (("out-of-place", r.out_of_place), ("in-place", r.in_place)):
                     if block is not None and block.wrong is not None and block.wrong > 0:
-                        out.append(f"#wrong {block.wrong:g} at {r.size} B ({label})")
+                        out.append(f"#wrong {plain(block.wrong)} at {r.size} B ({label})")
         if self.out_of_bounds:
             out.append(self.out_of_bounds_line or f"Out of bounds values : {self.out_of_bounds} FAILED")
         return tuple(out)

@@ -24,6 +24,7 @@ from pydantic import Field, ValidationError
 
 from blueprints.blueprint import Blueprint, Check
 from blueprints.blueprint.check_args import NcclArgs, args_as
+from blueprints.figures import plain
 from blueprints.model import Frozen
 from blueprints.units import Size
 from validators.errors import parse_error
@@ -263,14 +264,14 @@ class SweepVerdict(Frozen):
     def note(self, bar: float) -> str:
         parts = []
         if self.slow:
-            parts.append(f"slow node(s): {', '.join(self.slow)} (below {bar:g} GB/s with every partner)")
+            parts.append(f"slow node(s): {', '.join(self.slow)} (below {plain(bar)} GB/s with every partner)")
         if self.slow_links:
             parts.append("slow pair(s), both nodes fine elsewhere (the path between them): "
                          + ", ".join(f"{a}+{b}" for a, b in self.slow_links))
         if self.undecided:
             parts.append("missed, with no other partner to tell which node: "
                          + ", ".join(f"{a}+{b}" for a, b in self.undecided))
-        return "pairwise sweep: " + ("; ".join(parts) if parts else f"every pair reached {bar:g} GB/s")
+        return "pairwise sweep: " + ("; ".join(parts) if parts else f"every pair reached {plain(bar)} GB/s")
 
 
 def slow_nodes(busbw: Mapping[Pair, float | None], bar: float) -> SweepVerdict:

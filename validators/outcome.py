@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import Field
 
 from blueprints.blueprint import Check
+from blueprints.figures import plain
 from blueprints.model import Frozen
 
 Status = Literal["pass", "fail", "warn", "info", "not_applicable", "setup_error"]
@@ -141,12 +142,8 @@ class CheckResult(Frozen):
         return ", ".join(c.shown() for c in self.coverage) or "-"
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.4g}"
-
-
 def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
-    expected = f"{check.op} {_fmt(check.threshold)} {check.unit}"
+    expected = f"{check.op} {plain(check.threshold)} {check.unit}"
     gaps = [p for c in m.coverage if (p := c.problem()) is not None]
     value = m.value
     shows = (*m.failures, *m.violations)  # every miss the results show, failures first
@@ -179,7 +176,7 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
         status, message = "not_applicable", f"not applicable: {m.not_applicable}"
     elif gaps:
         status = "setup_error"
-        shown = "" if value is None or not math.isfinite(value) else f" (measured {_fmt(value)} {check.unit} " \
+        shown = "" if value is None or not math.isfinite(value) else f" (measured {plain(value, 4)} {check.unit} " \
                                                                       "over what is there)"
         message = "the result does not cover the plan: " + "; ".join(gaps) + shown + (
             "; what could be read shows: " + "; ".join(shows) if shows else "")
@@ -190,7 +187,7 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
         value = None
     else:
         met = OPS[check.op](value, check.threshold) and not shows
-        shown = f"measured {_fmt(value)} {check.unit}, expected {expected}"
+        shown = f"measured {plain(value, 4)} {check.unit}, expected {expected}"
         if shows:
             shown += "; " + "; ".join(shows)
         if check.severity == "info":

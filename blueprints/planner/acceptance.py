@@ -30,6 +30,7 @@ from blueprints.blueprint.check_args import (
     QosArgs,
     counter_name,
 )
+from blueprints.figures import plain
 from blueprints.planner.context import PlanContext
 from blueprints.planner.fio_workloads import plan_footprint, plan_scratch, plan_workloads, workload_args
 from blueprints.planner.monitoring import HIT_RATIO
@@ -146,7 +147,7 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
         gbit = compute.rail_speed.gbit
         checks.append(_check(ctx, "rdma.write_bw", "ib_write_bw", "bandwidth per rail", ">=",
                              gbit * nic.rdma_pass_fraction, "Gb/s", ["compute.accelerator", "target.provider"],
-                             "acceptance.rdma_line_rate", f"{nic.rdma_pass_fraction:.0%} of {gbit:g} Gb/s "
+                             "acceptance.rdma_line_rate", f"{nic.rdma_pass_fraction:.0%} of {plain(gbit)} Gb/s "
                              f"(NGC multinode pass mark)", scope="rail",
                              args=PerftestArgs(duration=LAB_PERFTEST_DURATION) if ctx.is_lab else PerftestArgs()))
     busbw_nic = next((n for n in ctx.catalog.nics.values() if n.nccl_busbw and n.speed.value == 50e9), None)

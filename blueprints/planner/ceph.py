@@ -37,6 +37,7 @@ from blueprints.blueprint import (
     traced,
 )
 from blueprints.catalog import StorageServer
+from blueprints.figures import counted
 from blueprints.planner.context import PlanContext
 from blueprints.planner.hosts import storage_group
 from blueprints.planner.lab import LAB_OSDS, rail_subnet
@@ -166,10 +167,11 @@ def node_rates(ctx: PlanContext, server: StorageServer, opt: ProtectionOption, o
     public, cluster = split_nics(server)
     amp = opt.multiplier
     pub = public * nic.speed.value
+    drives = counted(server.drives, "drive")
     reads = [(pub, f"public {public} x {nic.speed}"),
-             (server.drives * drive.seq_read.value, f"{server.drives} drives x {drive.seq_read}")]
+             (server.drives * drive.seq_read.value, f"{drives} x {drive.seq_read}")]
     writes = [(pub, f"public {public} x {nic.speed}"),
-              (server.drives * drive.seq_write.value / amp, f"{server.drives} drives x {drive.seq_write} / {amp:.4g}")]
+              (server.drives * drive.seq_write.value / amp, f"{drives} x {drive.seq_write} / {amp:.4g}")]
     if cluster and amp > 1:
         writes.append((cluster * nic.speed.value / (amp - 1), f"cluster {cluster} x {nic.speed} / ({amp:.4g} - 1)"))
     rate = drive.ceph_osd
@@ -178,8 +180,8 @@ def node_rates(ctx: PlanContext, server: StorageServer, opt: ProtectionOption, o
         r_osd = rate.read_erasure if erasure else rate.read_replicated
         w_osd = rate.write_erasure if erasure else rate.write_replicated
         kind = "erasure" if erasure else "replicated"
-        reads.append((osds * r_osd.value, f"{osds} OSDs x {Rate.of(r_osd.value)} {kind}"))
-        writes.append((osds * w_osd.value / amp, f"{osds} OSDs x {Rate.of(w_osd.value)} {kind} / {amp:.4g}"))
+        reads.append((osds * r_osd.value, f"{counted(osds, 'OSD')} x {r_osd} {kind}"))
+        writes.append((osds * w_osd.value / amp, f"{counted(osds, 'OSD')} x {w_osd} {kind} / {amp:.4g}"))
     read, write = min(v for v, _ in reads), min(v for v, _ in writes)
     none = "" if rate is not None else f"; no published per-OSD Ceph rate for {drive.name}: NICs and drives only"
 

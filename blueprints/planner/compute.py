@@ -5,6 +5,7 @@ from __future__ import annotations
 from blueprints.blueprint import ComputePlan, traced
 from blueprints.catalog import GpuServer, InstanceType
 from blueprints.errors import InfeasibleError
+from blueprints.figures import counted
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.spec import LabTarget
 from blueprints.units import Rate
@@ -120,7 +121,7 @@ def plan_compute(ctx: PlanContext) -> ComputePlan:
         n = ceil_div(gpus, per_node)
         if n * per_node != gpus:  # rounding up silently built GPUs nobody asked for (issue 43)
             lower, upper = (n - 1) * per_node, n * per_node
-            built = f"{n} node{'s' if n > 1 else ''}, {upper} GPUs"
+            built = f"{counted(n, 'node')}, {upper} GPUs"
             raise ctx.infeasible("compute.gpus", f"{gpus} GPUs do not fill whole nodes: {node_type.value} holds "
                                  f"{per_node}, so the plan would build {built}; expected a multiple of {per_node}, "
                                  "such as " + (f"{lower} or {upper}" if lower else f"{upper}"))

@@ -25,6 +25,7 @@ How the counts are made (field-numbers 10.2, DGX SuperPOD RA-11333-001 tables 3 
 from __future__ import annotations
 
 from blueprints.blueprint import ComputePlan, FabricKind, FabricPlan, Traced, traced
+from blueprints.figures import counted
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.spec import BaremetalTarget
 
@@ -81,7 +82,7 @@ def plan_fabric(ctx: PlanContext, compute: ComputePlan) -> FabricPlan:
                 f"{nodes} nodes x {rails} rails = {endpoints}")
     multi_gpu = compute.gpus_per_node > 1 and rails > 1
     rail_opt = traced(multi_gpu or ctx.is_lab, ["compute.accelerator"], "fabric.rail_optimized_when_multi_gpu",
-                      f"{compute.gpus_per_node} GPUs and {rails} rails per node")
+                      f"{counted(compute.gpus_per_node, 'GPU')} and {counted(rails, 'rail')} per node")
     mtu_value = {"roce": 9000, "infiniband": 4096, "efa": 9001}[kind]
     mtu_rule, mtu_why = f"fabric.mtu_{kind}", ""
     if ctx.is_lab:
@@ -144,7 +145,8 @@ def plan_fabric(ctx: PlanContext, compute: ComputePlan) -> FabricPlan:
     return FabricPlan(
         kind=kind_t, provider_managed=False, switch=switch.name, radix=k, endpoints=ep,
         tiers=traced(tiers, spec, "fabric.fat_tree_tiers",
-                     f"{leaf} leaves; radix {k}: 1 tier = 1 leaf, 2 tiers <= {k} leaves, 3 tiers <= {k * k // 2}"
+                     f"{counted(leaf, 'leaf', 'leaves')}; radix {k}: 1 tier = 1 leaf, 2 tiers <= {k} leaves, "
+                     f"3 tiers <= {k * k // 2}"
                      + ("; 3 here: two tiers would leave the UFM no port" if min_tiers == 3 and leaf <= k else "")),
         leaf_switches=traced(leaf, spec, "fabric.leaf", leaf_why),
         spine_switches=traced(spine, spec, "fabric.spine_balanced", spine_why),

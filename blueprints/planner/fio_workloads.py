@@ -36,6 +36,7 @@ from blueprints.blueprint import (
     traced,
 )
 from blueprints.blueprint.check_args import FioArgs
+from blueprints.figures import counted
 from blueprints.planner.context import PlanContext
 from blueprints.units import Duration, Size
 
@@ -91,16 +92,16 @@ def _rooms(compute: ComputePlan, storage: StoragePlan, choice: Size) -> list[_Ro
     hot = _hot(storage)
     files = compute.nodes.value * compute.gpus_per_node
     rooms = [_Room(hot.value.value * SHARE_OF_TIER / files,
-                   f"half the hot tier's {hot.value} usable / {files} files (one per GPU)",
-                   f"{files} files x {choice} = {Size.of(files * choice.value)} <= half the hot tier's {hot.value} "
-                   "usable",
+                   f"half the hot tier's {hot.value} usable / {counted(files, 'file')} (one per GPU)",
+                   f"{counted(files, 'file')} x {choice} = {Size.of(files * choice.value)} <= half the hot tier's "
+                   f"{hot.value} usable",
                    f"a hot tier of at least {Size.of(files * SMALLEST_FILE / SHARE_OF_TIER)} (a larger training set "
                    "or hot fraction)")]
     if storage.nvmeof is not None:
         ns, jobs = storage.nvmeof.namespace_size, compute.gpus_per_node
         rooms.append(_Room(ns.value.value * SHARE_OF_TIER / jobs,
-                           f"half the node's own {ns.value} namespace / {jobs} files (one per GPU)",
-                           f"{jobs} files x {choice} = {Size.of(jobs * choice.value)} <= half the node's "
+                           f"half the node's own {ns.value} namespace / {counted(jobs, 'file')} (one per GPU)",
+                           f"{counted(jobs, 'file')} x {choice} = {Size.of(jobs * choice.value)} <= half the node's "
                            f"{ns.value} namespace",
                            f"namespaces of at least {Size.of(jobs * SMALLEST_FILE / SHARE_OF_TIER)} (larger hot-tier "
                            "drives, or more targets for the GPU nodes)"))
@@ -136,7 +137,8 @@ def plan_footprint(compute: ComputePlan, storage: StoragePlan, workload: FioWork
     return FioFootprint(
         files=files, per_file=workload.size.value,
         footprint=traced(total, workload.size.derived_from.spec, "acceptance.fio_footprint",
-                         f"{compute.nodes.value} GPU nodes x {workload.numjobs.value} jobs x {workload.size.value}"),
+                         f"{counted(compute.nodes.value, 'GPU node')} x {counted(workload.numjobs.value, 'job')} x "
+                         f"{workload.size.value}"),
         tier_usable=_hot(storage).value,
         fill_time=traced(Duration.of(seconds), [*workload.size.derived_from.spec, *write.derived_from.spec],
                          "acceptance.fio_fill_time", f"{total} / the design's {write.value} write"),
@@ -158,7 +160,7 @@ def _cache_workload(storage: StoragePlan, common: dict[str, object], jobs: Trace
     spec = list(dict.fromkeys([*size.derived_from.spec, *fscache.size.derived_from.spec]))
     cache_size = traced(each, spec, "acceptance.cache_files_fit_half_the_cache",
                         f"min(the workloads' {size.value}, half the node's {fscache.size.value} FS-Cache / "
-                        f"{jobs.value} files = {Size.of(room)}), whole MiB = {each}")
+                        f"{counted(jobs.value, 'file')} = {Size.of(room)}), whole MiB = {each}")
     return FioWorkload(name="cache_read", purpose="FS-Cache: a first read pass fills the cache, a second must be "
                        "served by it (the kernel's FS-Cache counters read before and after each pass)", rw="read",
                        bs=SEQ_BS, iodepth=traced(1, ["data.hot_fraction"], "acceptance.cache_read_depth",
@@ -175,7 +177,7 @@ def plan_workloads(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan)
     shared: ScratchFs = "shared"
     own: ScratchFs = "tier" if storage.nvmeof is not None else "shared"  # the node's own namespace, where it has one
     jobs = traced(compute.gpus_per_node, ["compute.accelerator", "compute.gpus"], "acceptance.fio_job_per_gpu",
-                  f"one reader per GPU: {compute.gpus_per_node} GPUs per node")
+                  f"one reader per GPU: {counted(compute.gpus_per_node, 'GPU')} per node")
     spec = ["target.provider"]
     runtime_t = traced(runtime, spec, "acceptance.fio_runtime", why)
     size_t = _file_size(ctx, compute, storage, size, why)

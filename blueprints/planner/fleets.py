@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Literal
 
 from blueprints.blueprint import Traced, traced
+from blueprints.figures import counted
 from blueprints.fleet_plan import CapacityPlan, Fleet, FleetKind, FleetsPlan
 from blueprints.hosts import HostGroup
 from blueprints.planner.context import PlanContext, ceil_div
@@ -76,7 +77,7 @@ def plan_fleets(ctx: PlanContext, groups: tuple[HostGroup, ...]) -> FleetsPlan |
         cap, why = limit
         max_size = traced(cap, ["target.provider"], "fleets.max_size", why)
         count = max(1, ceil_div(nodes, cap))
-        formula = f"ceil({nodes} / {cap}) = {count} fleet{'s' if count > 1 else ''} ({why})"
+        formula = f"ceil({nodes} / {cap}) = {counted(count, 'fleet')} ({why})"
     base, extra = divmod(nodes, count)
     sizes = [base + 1 if i < extra else base for i in range(count)]
     if count > 1:

@@ -26,6 +26,7 @@ from blueprints.blueprint import (
     Traced,
     traced,
 )
+from blueprints.figures import plain
 from blueprints.hosts import HostGroup, names_by_role
 from blueprints.planner.alerts import alert_rule
 from blueprints.planner.context import PlanContext
@@ -239,13 +240,14 @@ def _storage_rules(ctx: PlanContext, compute: ComputePlan, storage: StoragePlan,
         alert_rule("StorageReadLatencyP99High", "storage", f"Storage p99 small-read latency above the {lat} target",
               f"{queries[LATENCY_P99].over()} > {{threshold}}",
               lat.value, "s", "10m", "critical", ["performance.storage.latency_p99"], "alert.latency_p99",
-              f"p99 > {lat.quantity} ({lat.value:g} s); the target is a histogram bucket bound, so the quantile "
+              f"p99 > {lat.quantity} ({plain(lat.value)} s); the target is a histogram bucket bound, so the quantile "
               f"crosses it exactly", queries[LATENCY_P99].source),
         alert_rule("StorageThroughputJitterHigh", "storage", f"Read throughput jitter above the {jitter} target",
-              f"({queries[JITTER].over()} > {{threshold}}) and {queries['storage.read_rate_mean'].over()} > {floor:g}",
+              f"({queries[JITTER].over()} > {{threshold}}) and {queries['storage.read_rate_mean'].over()} > "
+              f"{plain(floor)}",
               jitter.value, "ratio", "15m", "warning", ["performance.storage.jitter"], "alert.jitter_cv",
               f"coefficient of variation of the 1-minute read rate > {jitter.quantity}, while the node reads at "
-              f"least {JITTER_ACTIVE_SHARE:.0%} of its planned {compute.storage_read_per_node} ({floor:g} B/s)",
+              f"least {JITTER_ACTIVE_SHARE:.0%} of its planned {compute.storage_read_per_node} ({plain(floor)} B/s)",
               queries[JITTER].source),
     ]
     if storage.cache is not None:
@@ -320,7 +322,7 @@ def _fabric_rules(compute: ComputePlan, storage: StoragePlan, queries: dict[str,
         alerts.append(alert_rule(
             name, "fabric", f"{what} above their {BASELINE} baseline", expr, SIGMAS, "sigma", for_, "warning",
             sigma_spec, "alert.dynamic_baseline",
-            f"{q.window} rate > {BASELINE} mean + {SIGMAS:g} standard deviations (three-sigma rule)", q.source))
+            f"{q.window} rate > {BASELINE} mean + {plain(SIGMAS)} standard deviations (three-sigma rule)", q.source))
     return recording, alerts
 
 

@@ -34,6 +34,7 @@ from blueprints.blueprint import (
 )
 from blueprints.catalog import ManagedFileSystem, StorageServer
 from blueprints.errors import InfeasibleError, Problem
+from blueprints.figures import counted
 from blueprints.planner.ceph import LAB_EC, node_rates, plan_ceph, protection_label
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.planner.fio_workloads import TIERED_MOUNT
@@ -153,7 +154,7 @@ def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float
         nodes=traced(nodes, spec, f"storage.{name}_nodes", "max(" + "; ".join(why) + ")"),
         per_node_read=per_read,
         aggregate_read=traced(Rate.of(nodes * per_read.value), spec, f"storage.{name}_aggregate_read",
-                              f"{nodes} nodes x {per_read} = {Rate.of(nodes * per_read.value)}"),
+                              f"{counted(nodes, 'node')} x {per_read} = {Rate.of(nodes * per_read.value)}"),
         read_latency=latency,
     )
 
@@ -241,8 +242,8 @@ def _namespace_size(ctx: PlanContext, hot: TierPlan, owners: int, targets: int) 
     spec = list(dict.fromkeys(["target.clients" if ctx.is_lab else "compute.gpus", *hot.nodes.derived_from.spec]))
     return traced(Size.of(size), spec, "nvmeof.namespace_per_owner",
                   f"one {drive} drive ({Size.of(capacity)}) per {hot.server}, less 8 MiB of LVM metadata, split "
-                  f"between the ceil({owners} hosts / {targets} targets) = {per_target} hosts it serves, whole "
-                  f"4 MiB extents = {Size.of(size)}")
+                  f"between the ceil({counted(owners, 'host')} / {counted(targets, 'target')}) = "
+                  f"{counted(per_target, 'host')} it serves, whole 4 MiB extents = {Size.of(size)}")
 
 
 def _nvmeof(ctx: PlanContext, compute: ComputePlan, hot: TierPlan) -> NvmeofPlan | None:
@@ -390,7 +391,7 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
         tiers=tuple(tiers),
         read_throughput=hot.aggregate_read,
         write_throughput=traced(write_cap, list(hot.nodes.derived_from.spec), "storage.hot_aggregate_write",
-                                f"{hot.nodes.value} nodes x {per_write} per-node client write "
+                                f"{counted(hot.nodes.value, 'node')} x {per_write} per-node client write "
                                 f"({hot.protection.value}) = {write_cap}"),
         nvmeof=nvmeof,
         cache=cache,

@@ -11,6 +11,7 @@ Clouds: the provider's network; the lab: both rails carry storage and compute.
 from __future__ import annotations
 
 from blueprints.blueprint import ComputePlan, StorageFabricPlan, StoragePlan, Traced, traced
+from blueprints.figures import counted
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.planner.fabric import balanced_tree
 
@@ -81,7 +82,7 @@ def plan_storage_fabric(ctx: PlanContext, compute: ComputePlan, storage: Storage
     return StorageFabricPlan(
         provider_managed=False, switch=switch.name, radix=k, port_speed=str(switch.port_speed), endpoints=ep,
         client_rails=clients,
-        tiers=traced(tiers, spec, "storage_fabric.tiers", f"{leaf} leaves; radix {k}"),
+        tiers=traced(tiers, spec, "storage_fabric.tiers", f"{counted(leaf, 'leaf', 'leaves')}; radix {k}"),
         leaf_switches=traced(leaf, spec, "storage_fabric.leaf", leaf_why),
         nics_per_host=nics,
         spine_switches=traced(spine, spec, "storage_fabric.spine_balanced",

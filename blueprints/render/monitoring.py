@@ -16,6 +16,7 @@ import yaml
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from blueprints.blueprint import AlertRule, Blueprint, RecordingRule, RuleGroup, ScrapeTargets
+from blueprints.figures import plain
 from blueprints.render.monitoring_dashboards import dashboards
 from blueprints.textsafe import one_line
 
@@ -36,8 +37,8 @@ def prom_duration(seconds: float) -> str:
 
 
 def number(x: float) -> str:
-    """A threshold as PromQL reads it, without float noise (0.9500000000000001 -> 0.95)."""
-    return f"{x:.12g}"
+    """A threshold as PromQL reads it, without float noise (0.9500000000000001 -> 0.95) or an exponent."""
+    return plain(x, 12)
 
 
 def client_auth(bp: Blueprint) -> dict[str, Any]:

@@ -182,6 +182,7 @@ LAYERS = (
      "blueprints.signals",  # SIGINT/SIGTERM exit codes: the standard library only, installed before anything
      "blueprints.atomic",  # writing a file whole or not at all (temporary file, rename), for every writer
      "blueprints.textsafe",  # escaping user text for the generated files' formats
+     "blueprints.figures",  # numbers without an exponent and counts with their noun, for every printed figure
      "blueprints.yamltext",  # YAML text of large documents, libyaml's layout
      "blueprints.subnets",  # the subnets the cloud stacks carve from the management network, checked by the planner
      "blueprints.yaml11",  # where YAML 1.1 reads a spec value otherwise than YAML 1.2, and merges in YAML's order

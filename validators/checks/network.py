@@ -15,6 +15,7 @@ from pathlib import Path
 
 from blueprints.blueprint import Check
 from blueprints.blueprint.check_args import NcclArgs, PerftestArgs, args_as
+from blueprints.figures import plain
 from blueprints.units import Size
 from validators.checks import missing, rule, setup_failure
 from validators.coverage import Planned, count, cover
@@ -226,7 +227,7 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
                                   note=f"lowest out-of-place busbw over {len(large)} size(s) >= {min_bytes} B, "
                                        f"at {worst.size} B; {ranks.seen} rank(s) on {nodes.seen} node(s)"))
             if run.avg_busbw is not None:
-                notes.append(f"{where}: footer 'Avg bus bandwidth' {run.avg_busbw:g} GB/s averages the whole "
+                notes.append(f"{where}: footer 'Avg bus bandwidth' {plain(run.avg_busbw)} GB/s averages the whole "
                              f"sweep and is not the measure")
     for path in results.files("nccl", "collectives", pattern="*.txt"):  # the plan's other collectives, one per file
         debug = _debug(path)
@@ -240,11 +241,11 @@ def allreduce_busbw(check: Check, results: Results, planned: Planned) -> Measure
             if (why := _incomplete(run, where, min_bytes, max_size)) is not None:
                 incomplete.append(why)
             other = [r.out_of_place.busbw for r in run.large(min_bytes) if r.out_of_place is not None]
-            notes.append(f"{where}: lowest out-of-place busbw " + (f"{min(other):g} GB/s" if other else "none")
+            notes.append(f"{where}: lowest out-of-place busbw " + (f"{plain(min(other))} GB/s" if other else "none")
                          + f" at sizes >= {min_bytes} B (information)")
     if (used := algorithm_note(debugs, args.nodes)) is not None:
         notes.append(used)
-    lines = (Reference(kind="busbw", y=check.threshold, label=f"{check.op} {check.threshold:g} {check.unit}"),) \
+    lines = (Reference(kind="busbw", y=check.threshold, label=f"{check.op} {plain(check.threshold)} {check.unit}"),) \
         if check.unit == "GB/s" else ()
     judged = Measurement(value=min((d.value or 0.0 for d in details), default=None), details=tuple(details),
                          series=tuple(series), references=lines, notes=tuple(notes), failed_runs=tuple(failures),
@@ -303,8 +304,8 @@ def _planned_row(out: PerftestBw, size: int) -> BwRow | None:
 def _above_line_rate(row: BwRow, gbit: float | None) -> str | None:
     if gbit is None or row.average_gbit <= gbit * LINE_RATE_MARGIN:
         return None
-    return (f"{row.average_gbit:g} Gb/s is more than the wire can carry ({gbit:g} Gb/s planned for this NIC): wrong "
-            "test, wrong file, or a loopback; not judged")
+    return (f"{plain(row.average_gbit)} Gb/s is more than the wire can carry ({plain(gbit)} Gb/s planned for this "
+            "NIC): wrong test, wrong file, or a loopback; not judged")
 
 
 @rule("rdma.write_bw",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from blueprints.blueprint import Check
 from blueprints.blueprint.check_args import FioArgs, args_as
+from blueprints.figures import plain
 from validators.checks import missing, rule, setup_failure
 from validators.coverage import Planned, cover
 from validators.errors import ParseError
@@ -100,7 +101,7 @@ def _throughput(check: Check, results: Results, planned: Planned, direction: Dir
     series = ((Series(kind="throughput", name=f"all clients {direction}", points=tuple(summed)),) if summed else ()) \
         + _throughput_series(found, direction, interval)
     line = Reference(kind="throughput", y=check.threshold * scale,
-                     label=f"{check.op} {check.threshold:g} {check.unit} (all clients)")
+                     label=f"{check.op} {plain(check.threshold)} {check.unit} (all clients)")
     return Measurement(value=total, details=details, series=series, references=(line,),
                        notes=(f"sum of {len(details)} client(s) running at once", *_system(check), *notes),
                        coverage=(coverage,), failed_runs=_failures(found))
@@ -190,7 +191,7 @@ def latency_p99(check: Check, results: Results, planned: Planned) -> Measurement
             details.append(Detail(where=host, value=None if p99 is None else p99 / scale, unit=check.unit))
             points = sorted((float(k), v / 1e3) for k, v in clat.percentile.items())
             series.append(Series(kind="latency", name=host, points=tuple(points)))
-    line = Reference(kind="latency", y=check.threshold * scale / 1e3, label=f"p99 {check.op} {check.threshold:g} "
+    line = Reference(kind="latency", y=check.threshold * scale / 1e3, label=f"p99 {check.op} {plain(check.threshold)} "
                      f"{check.unit}")
     return Measurement(value=None if value is None else value / scale, details=tuple(details),
                        series=tuple(series), references=(line,), notes=(how, *_system(check), *notes),
@@ -219,7 +220,7 @@ def jitter(check: Check, results: Results, planned: Planned) -> Measurement:
         series = (Series(kind="throughput", name="all clients read", points=tuple(summed)),)
         mean = sum(bw for _, bw in summed) / len(summed)
         band = tuple(Reference(kind="throughput", y=mean * (1 + sign * check.threshold / 100.0),
-                               label=f"mean {'+' if sign > 0 else '-'} {check.threshold:g} %") for sign in (1, -1))
+                               label=f"mean {'+' if sign > 0 else '-'} {plain(check.threshold)} %") for sign in (1, -1))
         return judged.model_copy(update={
             "value": cv, "series": series + _throughput_series(found, "read", interval), "references": band,
             "notes": (f"{len(summed)} intervals of {interval} ms, {len(logs)} job log(s) summed", *host_notes)})
@@ -300,8 +301,9 @@ def fscache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measu
             continue
         first_ratio = f"{h1 / (h1 + m1):.3f}" if h1 + m1 > 0 else "none counted"
         details.append(Detail(where=host, value=h2 / (h2 + m2), unit="ratio",
-                              note=f"second pass: hits +{h2:g}, misses +{m2:g}; first pass: hits +{h1:g}, misses "
-                                   f"+{m1:g} (ratio {first_ratio})"))
+                              note=f"second pass: hits +{plain(h2)}, misses +{plain(m2)}; first pass: hits "
+                                   f"+{plain(h1)}, misses "
+                                   f"+{plain(m1)} (ratio {first_ratio})"))
     if wrong:
         return Measurement(coverage=(coverage,), details=tuple(details), setup_error="; ".join(wrong),
                            failed_runs=_failures(found))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from blueprints.figures import plain
 from validators.outcome import CheckResult, Reference, Series
 from validators.report.run import RunReport
 from validators.report.svg import chart
@@ -56,8 +57,8 @@ def plots(c: CheckResult) -> list[str]:
 
 
 def _card(report: RunReport, c: CheckResult) -> str:
-    measured = "—" if c.measured is None else f"{c.measured:.4g}"
-    rows = [("measured", f"{measured} {escape(c.unit)}"), ("expected", f"{escape(c.op)} {c.threshold:.4g} "
+    measured = "—" if c.measured is None else plain(c.measured, 4)
+    rows = [("measured", f"{measured} {escape(c.unit)}"), ("expected", f"{escape(c.op)} {plain(c.threshold)} "
                                                                       f"{escape(c.unit)}"),
             ("unit", escape(c.unit)), ("coverage", escape(c.coverage_shown)),
             ("spec", escape(", ".join(report.spec_ref(s) for s in c.spec))),
@@ -66,7 +67,7 @@ def _card(report: RunReport, c: CheckResult) -> str:
     kv = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     details = ""
     if c.details:
-        body = "".join(f"<tr><td>{escape(d.where)}</td><td>{'—' if d.value is None else f'{d.value:.4g}'}</td>"
+        body = "".join(f"<tr><td>{escape(d.where)}</td><td>{'—' if d.value is None else plain(d.value, 4)}</td>"
                        f"<td>{escape(d.unit)}</td><td>{escape(d.note)}</td></tr>" for d in c.details)
         head = "<tr><th>where</th><th>value</th><th>unit</th><th>note</th></tr>"
         details = f"<table class='details'>{head}{body}</table>"

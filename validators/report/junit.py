@@ -6,6 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from blueprints.figures import plain
 from validators.report.run import RunReport
 
 
@@ -25,8 +26,8 @@ def write_junit(report: RunReport, path: Path) -> Path:
         case = ET.SubElement(suite, "testcase", {"classname": f"{report.blueprint}.{c.tool}", "name": c.id,
                                                  "time": f"{c.duration_s:.3f}"})
         cprops = ET.SubElement(case, "properties")
-        for name, value in (("measured", "" if c.measured is None else f"{c.measured:g}"),
-                            ("expected", f"{c.op} {c.threshold:g}"), ("unit", c.unit), ("severity", c.severity),
+        for name, value in (("measured", "" if c.measured is None else plain(c.measured)),
+                            ("expected", f"{c.op} {plain(c.threshold)}"), ("unit", c.unit), ("severity", c.severity),
                             ("spec", ", ".join(report.spec_ref(s) for s in c.spec)), ("rule", c.rule),
                             ("coverage", c.coverage_shown), ("status", c.status)):
             ET.SubElement(cprops, "property", {"name": name, "value": value})

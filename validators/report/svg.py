@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from blueprints.figures import plain
 from validators.outcome import Reference, Series
 
 WIDTH, HEIGHT = 640, 300
@@ -28,8 +29,8 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 def _label(v: float) -> str:
     for unit, f in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(v) >= f:
-            return f"{v / f:g}{unit}"
-    return f"{v:g}"
+            return f"{plain(v / f)}{unit}"
+    return plain(v)
 
 
 def chart(series: list[Series], title: str, x_label: str, y_label: str, y_scale: float = 1.0,

@@ -25,6 +25,7 @@ from typing import Any
 
 from blueprints.blueprint import Check
 from blueprints.blueprint.check_args import NcclArgs, args_as
+from blueprints.figures import plain
 from validators.errors import ParseError
 from validators.nccl import parse_nccl_file
 from validators.nccl_run import (
@@ -199,7 +200,7 @@ def _pairwise(session: Session, check: Check, launch: Launch, lab: bool, busbw: 
                 _busbw(session.results / "nccl" / "pairs" / f"{a}+{b}.txt", check)
     verdict = slow_nodes(measured, check.threshold)
     session.note(check.id,
-        f"all-node busbw {busbw:g} GB/s missed {check.threshold:g} GB/s; " + verdict.note(check.threshold)
+        f"all-node busbw {plain(busbw)} GB/s missed {plain(check.threshold)} GB/s; " + verdict.note(check.threshold)
         + f" ({len(measured)} pair run(s) in nccl/pairs/)")
 
 

@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from blueprints.blueprint import dump_blueprint
+from blueprints.loader import load_requirements
+from blueprints.planner import plan
+
 REPO = Path(__file__).resolve().parents[3]
 CANONICAL = REPO / "examples" / "cv-training-500tb.yaml"
 
@@ -43,7 +47,7 @@ def test_plan_shows_the_arithmetic() -> None:
     assert r.returncode == 0, r.stderr
     # the hot tier: 12 Ceph hosts, each bound by 24 OSDs x the catalog's published per-OSD read (planner/ceph.py)
     for fragment in ("12 nodes x 41.9275GB/s = 503.13GB/s", "512 / 8 = 64", "replica-3 (chosen)",
-                     "replica-3 (chosen)", "24 OSDs x 1.74698GB/s replicated",
+                     "replica-3 (chosen)", "24 OSDs x 1.627GiB/s replicated",
                      "leaf switches", "ceil(512 / 64) = 8", "spine switches", "storage fabric", "leaf / spine / core",
                      "4 / 2 / 0", "ceil(84 hosts / 64) x 2 NICs = 4", "26 << 2 | ECT(0) = 106", ">= 500 GB/s",
                      "wiring (switch/cabling.csv", "compute node-leaf cables"):
@@ -158,3 +162,15 @@ def test_make_demo_works_for_a_spec_of_any_file_name(tmp_path: Path) -> None:
                           timeout=300, check=False, env={**os.environ, "CLUSTERSMITH_SECRETS_DIR": str(tmp_path / "s")})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "rule:    acceptance.read_throughput" in done.stdout and (tmp_path / "out" / "lab").is_dir()
+
+
+@pytest.mark.parametrize(("path", "what"), [("", "empty"), ("  ", "empty"), ("storage..tiers", "has an empty step")])
+def test_explain_refuses_a_blank_path(tmp_path: Path, path: str, what: str) -> None:
+    """Issue 43 item 6: `explain DIR ''` printed the whole Blueprint on one line; a blank path is bad input."""
+    (tmp_path / "blueprint.yaml").write_text(dump_blueprint(plan(load_requirements(CANONICAL))))
+    r = run("explain", tmp_path, path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert (f"  PATH: {what}; expected a dotted path to one value of the Blueprint, e.g. "
+            f"acceptance.storage.read_throughput (got {path!r}); its sections: target, hosts, compute, fabric, ") \
+        in r.stderr
+    assert "Traceback" not in r.stderr

@@ -92,6 +92,11 @@ def test_inventory_needs_a_source(folder: Path) -> None:
 
 
 def test_inventory_from_stack_without_the_cli(folder: Path) -> None:
+    """Issue 43 item 6: inventory's hint was deploy's, '--skip up', an option inventory does not have."""
     run = cli("inventory", str(folder), "--from-stack", env={**os.environ, "PATH": "/usr/bin:/bin"})
     assert run.returncode == 2
-    assert "the Pulumi CLI is not installed" in run.stderr
+    assert "cannot read the stack's outputs" in run.stderr
+    assert "--from-stack: the Pulumi CLI is not installed: `pulumi` is not on PATH" in run.stderr
+    assert ("or read the outputs from a file with --outputs FILE (`pulumi stack output --json` on a machine that has "
+            "the CLI)") in run.stderr
+    assert "--skip" not in run.stderr and "deploy step" not in run.stderr and "Traceback" not in run.stderr

@@ -14,6 +14,7 @@ from blueprints.blueprint import Blueprint, Check
 from blueprints.loader import load_requirements
 from blueprints.planner import plan
 from tests.unit.validators.gate_inputs import FIO, FIXTURES, REPO, fio_as, fio_results, two_node_blueprint
+from validators.cli import _summary
 from validators.coverage import count
 from validators.errors import ParseError
 from validators.evaluate import evaluate
@@ -278,3 +279,14 @@ def test_a_failure_is_never_hidden_behind_what_could_not_be_read(measured: Measu
     got = judge(check(production, "nccl.allreduce_busbw"), measured)
     assert got.status == status and said in got.message, got.message
     assert exit_code([got]) == (1 if status == "fail" else 2)
+
+
+def test_a_bound_of_20000_us_is_printed_as_20000_not_2e04(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 43 item 6: the lab's p99 bound of 20000 us was printed '<= 2e+04' (four significant digits, %g)."""
+    got = judge(check(lab(), "storage.latency_p99"), Measurement(value=25000.0))
+    assert "measured 25000 us, expected <= 20000 us" in got.message
+    report = RunReport(blueprint="lab", spec_file="x", started="t", duration_s=0.0, results_dir="r", checks=(got,))
+    assert "<td>expected</td><td>&lt;= 20000 us</td>" in render_html(report)
+    _summary(report)
+    shown = capsys.readouterr().out
+    assert "<= 20000" in shown and "e+0" not in shown

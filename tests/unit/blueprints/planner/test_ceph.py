@@ -197,7 +197,7 @@ def test_a_tier_past_the_server_bound_names_the_ceph_arithmetic() -> None:
     msgs = {p.path: p.message for p in info.value.problems}
     msg = msgs["performance.storage.read_throughput"]
     assert msg.startswith("the hot tier needs 23851 storage servers (read: 1PB/s / 41.9275GB/s per node")
-    assert "24 OSDs x 1.74698GB/s replicated" in msg and msg.endswith("expected at most 10000 per tier")
+    assert "24 OSDs x 1.627GiB/s replicated" in msg and msg.endswith("expected at most 10000 per tier")
 
 
 def test_plan_cli_shows_the_ceph_design_and_exit_2_on_an_unmeetable_target(tmp_path: Path) -> None:
