@@ -3,6 +3,8 @@
 Exit codes: 0 success, 1 a check failed (accept), 2 bad input (spec, Blueprint, arguments, an output folder that
 build did not write), 130 Ctrl-C, 143 SIGTERM (blueprints.signals).
 Bad input prints every problem with file, line, path, value and what was expected, and writes nothing.
+``--json`` (validate, plan, explain) prints one JSON document on stdout instead of the text, and for bad input the
+problems as one too (blueprints.commands.json_errors).
 The commands defined here plan and build; the ones that drive a later stage (lab, deploy, inventory, accept, parse)
 live with that stage and are registered in pyproject.toml's ``clustersmith.commands`` entry points
 (blueprints.commands).
@@ -16,10 +18,10 @@ from pathlib import Path
 
 import click
 
-from blueprints.blueprint import Blueprint, load_blueprint
-from blueprints.commands import RegistryGroup, output_console, run
+from blueprints.blueprint import Blueprint, blueprint_data, load_blueprint
+from blueprints.commands import RegistryGroup, json_errors, output_console, print_json, run
 from blueprints.errors import ClusterSmithError
-from blueprints.explain import explain, render_explanation
+from blueprints.explain import explain, explanation_json, render_explanation
 from blueprints.loader import load_requirements, requirement_lines
 from blueprints.planner import plan
 from blueprints.render import build as render_build
@@ -45,6 +47,9 @@ def plan_file(spec: Path) -> Blueprint:
 
 
 _SPEC = click.argument("spec", type=click.Path(path_type=Path, dir_okay=False))
+_JSON = click.option("--json", "as_json", is_flag=True,
+                     help='One JSON document on stdout instead of text; bad input: {"valid": false, "error", '
+                          '"problems"} there, the message on stderr, exit 2')
 
 
 @click.group(cls=RegistryGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -55,18 +60,36 @@ def cli() -> None:
 
 @cli.command()
 @_SPEC
-def validate(spec: Path) -> None:
-    """Check a spec: structure, units, rules, and that its targets can be met."""
-    bp = plan_file(spec)
+@_JSON
+def validate(spec: Path, as_json: bool) -> None:
+    """Check a spec: structure, units, rules, and that its targets can be met.
+
+    --json: {"valid": true, "spec", "gpus", "nodes", "node_type", "provider"}.
+    """
+    with json_errors(as_json):
+        bp = plan_file(spec)
+    if as_json:
+        print_json({"valid": True, "spec": str(spec), "gpus": bp.compute.gpus, "nodes": bp.compute.nodes.value,
+                    "node_type": bp.compute.node_type.value, "provider": bp.target.provider})
+        return
     out.print(f"[green]ok[/]: {spec} is valid ({bp.compute.gpus} GPUs on {bp.compute.nodes.value} "
               f"{bp.compute.node_type.value} nodes, target {bp.target.provider})")
 
 
 @cli.command("plan")
 @_SPEC
-def plan_cmd(spec: Path) -> None:
-    """Print the design: compute, fabric, QoS, storage tiers and acceptance checks, with the arithmetic."""
-    print_summary(plan_file(spec), out)
+@_JSON
+def plan_cmd(spec: Path, as_json: bool) -> None:
+    """Print the design: compute, fabric, QoS, storage tiers and acceptance checks, with the arithmetic.
+
+    --json: the Blueprint itself, as build writes it to blueprint.yaml (every derived value with its derived_from).
+    """
+    with json_errors(as_json):
+        bp = plan_file(spec)
+    if as_json:
+        print_json(blueprint_data(bp))
+    else:
+        print_summary(bp, out)
 
 
 @cli.command()
@@ -120,10 +143,20 @@ def next_steps(bp: Blueprint, folder: Path) -> list[str]:
 @cli.command("explain")
 @click.argument("build_dir", type=click.Path(path_type=Path))
 @click.argument("path")
-def explain_cmd(build_dir: Path, path: str) -> None:
-    """Show where a Blueprint value came from, e.g. acceptance.checks.storage.read_throughput."""
-    bp = load_blueprint(build_dir)
-    click.echo(render_explanation(bp, explain(bp, path)))
+@_JSON
+def explain_cmd(build_dir: Path, path: str, as_json: bool) -> None:
+    """Show where a Blueprint value came from, e.g. acceptance.checks.storage.read_throughput.
+
+    --json: {"path", "value", "rule", "formula", "sources": [{"path", "line", "value"}], "within", "section",
+    "spec_file"}.
+    """
+    with json_errors(as_json):
+        bp = load_blueprint(build_dir)
+        explained = explain(bp, path)
+    if as_json:
+        print_json(explanation_json(bp, explained))
+    else:
+        click.echo(render_explanation(bp, explained))
 
 
 @cli.command()

@@ -4,15 +4,19 @@ A package contributes click commands by naming them in the ``clustersmith.comman
 pyproject.toml; ``RegistryGroup`` loads one only when it is called or listed, so the planner's CLI imports neither
 stacks nor validators. ``run`` gives every entry point (``clustersmith``, ``python -m stacks``, ``python -m
 validators``) the same exit codes: 0 success, 1 a check failed, 2 bad input, 130 interrupted (Ctrl-C), 143
-terminated (SIGTERM), each with one line and no traceback (blueprints.signals).
+terminated (SIGTERM), each with one line and no traceback (blueprints.signals). A command given ``--json`` prints
+one JSON document on stdout (``print_json``), and for bad input the error's document as well (``json_errors``).
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
 
 import click
@@ -88,6 +92,25 @@ class RegistryGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def print_json(doc: object) -> None:
+    """One JSON document on stdout, as ``--json`` prints it: indented, ASCII only (a control character or any
+    other non-ASCII character of the input is written as an escape)."""
+    click.echo(json.dumps(doc, indent=2))
+
+
+@contextmanager
+def json_errors(enabled: bool) -> Iterator[None]:
+    """Around a ``--json`` command's work: bad input (ClusterSmithError) prints its document
+    (``ClusterSmithError.as_json``: ``{"valid": false, "error", "problems"}``) on stdout, then goes on to ``run``,
+    which prints the message on stderr and exits 2 as without ``--json``."""
+    try:
+        yield
+    except ClusterSmithError as exc:
+        if enabled:
+            print_json(exc.as_json())
+        raise
 
 
 PIPED_WIDTH = 1000  # columns a table may take when stdout is a file or a pipe: wide enough that no cell is cut

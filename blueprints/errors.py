@@ -29,6 +29,11 @@ class Problem:
         hint = f"; {self.hint}" if self.hint else ""
         return one_line(f"{head}{at}: {self.message}{got}{hint}")
 
+    def as_json(self, filename: str = "") -> dict[str, str | int | None]:
+        """The problem for a script (``--json``): every key always there, ``null`` where unknown; the value whole."""
+        return {"file": filename or None, "line": self.line, "path": self.path, "value": self.value,
+                "message": self.message, "hint": self.hint}
+
 
 LONGEST_VALUE = 80  # characters of a value echoed whole; longer ones are cut to SHOWN_VALUE and their length said
 SHOWN_VALUE = 60
@@ -50,6 +55,11 @@ class ClusterSmithError(Exception):
         lines = [f"{self.title}: {len(self.problems)} problem(s)"]
         lines += ["  " + p.render(self.filename) for p in self.problems]
         return "\n".join(lines)
+
+    def as_json(self) -> dict[str, object]:
+        """The document ``--json`` prints on stdout for bad input (exit 2): ``valid`` false, ``error`` the title,
+        ``problems`` each as ``Problem.as_json``."""
+        return {"valid": False, "error": self.title, "problems": [p.as_json(self.filename) for p in self.problems]}
 
 
 class SpecError(ClusterSmithError):

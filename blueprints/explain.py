@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from blueprints.blueprint import Blueprint
+from blueprints.blueprint import Blueprint, blueprint_data
 from blueprints.errors import ClusterSmithError, Problem
 from blueprints.figures import plain
 
@@ -102,7 +102,7 @@ def _shown(node: dict[str, Any]) -> Any:
 
 
 def explain(bp: Blueprint, dotted: str) -> Explanation:
-    data = bp.model_dump(mode="json", by_alias=True)
+    data = blueprint_data(bp)
     parts = _parts(data, dotted)
     dotted = ".".join(parts)
     node, done = _walk(data, parts, [])
@@ -169,6 +169,15 @@ def _outline(value: Any) -> str:
         opening, closing = "{}" if isinstance(value, dict) else "[]"
         return f"{opening}{len(names)}: {', '.join(names)}{closing}" if names else opening + closing
     return str(value)
+
+
+def explanation_json(bp: Blueprint, e: Explanation) -> dict[str, Any]:
+    """``explain --json``: the ``Explanation``'s fields and ``spec_file``: ``path`` (as explained, the
+    ``acceptance.<id>`` shorthand written out), ``value``, ``rule`` and ``formula`` (``null`` and ``""`` for a value
+    not derived from the spec), ``sources`` (each spec line's ``path``, ``line``, ``null`` for a default, and
+    ``value``), ``within`` (the node derived as a whole that holds the value, else ``""``) and ``section`` (true for
+    a section of values: ``value`` is then the whole section)."""
+    return {**asdict(e), "spec_file": bp.spec_file}
 
 
 def _short(value: Any) -> str:

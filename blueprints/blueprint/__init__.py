@@ -8,7 +8,7 @@ the ``blueprint.yaml`` it serialises to) and never the raw spec.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, field_validator
@@ -62,7 +62,8 @@ __all__ = [
     "Query", "RecordingRule", "RuleGroup",
     "ScrapeJob", "ScrapeSet", "ScrapeTargets", "ScratchArea", "ScratchFs", "SharedCapability", "SharedFsPlan",
     "StorageEngine", "StorageFabricPlan", "StoragePlan", "SwitchTier", "TargetPanel", "TargetPlan", "TierPlan", "Tool",
-    "Traced", "TrafficClassSlot", "WiredFabric", "WiringPlan", "dump_blueprint", "load_blueprint", "traced",
+    "Traced", "TrafficClassSlot", "WiredFabric", "WiringPlan", "blueprint_data", "dump_blueprint", "load_blueprint",
+    "traced",
 ]
 
 
@@ -130,10 +131,14 @@ class Blueprint(Frozen):
         return self.nccl.environment(self.qos.traffic_class)
 
 
+def blueprint_data(bp: Blueprint) -> dict[str, Any]:
+    """The Blueprint as plain data, keys by their aliases: blueprint.yaml's content, and ``plan --json``'s."""
+    return bp.model_dump(mode="json", by_alias=True)
+
+
 def dump_blueprint(bp: Blueprint) -> str:
     """blueprint.yaml's text (libyaml's layout; its per-node lists written by blueprints.yamltext)."""
-    data = bp.model_dump(mode="json", by_alias=True)
-    return yamltext.dump(data, width=110, allow_unicode=True)
+    return yamltext.dump(blueprint_data(bp), width=110, allow_unicode=True)
 
 
 def load_blueprint(path: Path) -> Blueprint:

@@ -1,0 +1,110 @@
+"""The command line as a script meets it (issue 43 item 6, part a): `--json` documents on stdout. Real subprocesses,
+as test_cli.py runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from blueprints.blueprint import Blueprint, blueprint_data
+
+REPO = Path(__file__).resolve().parents[3]
+LAB = REPO / "examples" / "lab.yaml"
+ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "CLUSTERSMITH_SECRETS_DIR": os.environ["CLUSTERSMITH_SECRETS_DIR"]}
+PROBLEM_KEYS = ["file", "line", "path", "value", "message", "hint"]
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "blueprints", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env={**ENV, **(env or {})}, check=False)
+
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The build folder of examples/lab.yaml, built once for the tests that read one."""
+    out = tmp_path_factory.mktemp("out")
+    r = run("build", LAB, "-o", out)
+    assert r.returncode == 0, r.stderr
+    return out / "lab"
+
+
+def bad_spec(tmp_path: Path) -> Path:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(LAB.read_text().replace("  gpus: 2\n", "  gpus: many\n").replace("jitter:", "jiter:"))
+    assert bad.read_text() != LAB.read_text()
+    return bad
+
+
+def test_validate_json() -> None:
+    r = run("validate", "--json", LAB)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert json.loads(r.stdout) == {"valid": True, "spec": str(LAB), "gpus": 2, "nodes": 2, "node_type": "lab-vm",
+                                    "provider": "lab"}
+
+
+def test_validate_json_bad_spec_gives_the_problems_as_json_and_the_message_on_stderr(tmp_path: Path) -> None:
+    bad = bad_spec(tmp_path)
+    r = run("validate", "--json", bad)
+    assert r.returncode == 2, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["valid"] is False and doc["error"] == "invalid spec"
+    assert all(list(p) == PROBLEM_KEYS for p in doc["problems"]), doc
+    by_path = {p["path"]: p for p in doc["problems"]}
+    gpus = by_path["compute.gpus"]
+    assert gpus["file"] == str(bad) and gpus["line"] == 14 and gpus["value"] == "'many'"
+    assert "valid integer" in gpus["message"]
+    assert by_path["performance.storage.jiter"]["hint"] == "did you mean 'jitter'?"
+    assert f"{bad}:14: compute.gpus:" in r.stderr and "Traceback" not in r.stderr  # the person's message as before
+
+
+def test_plan_json_bad_spec_gives_the_same_document(tmp_path: Path) -> None:
+    r = run("plan", "--json", bad_spec(tmp_path))
+    assert r.returncode == 2 and json.loads(r.stdout)["problems"][0]["path"] == "compute.gpus"
+
+
+def test_without_json_bad_input_prints_nothing_on_stdout(tmp_path: Path) -> None:
+    r = run("validate", bad_spec(tmp_path))
+    assert r.returncode == 2 and r.stdout == "" and "compute.gpus" in r.stderr
+
+
+def test_plan_json_is_the_blueprint_build_writes(built: Path) -> None:
+    r = run("plan", "--json", LAB)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    doc = json.loads(r.stdout)
+    assert doc == yaml.safe_load((built / "blueprint.yaml").read_text())
+    assert blueprint_data(Blueprint.model_validate(doc)) == doc  # a script can load it back as the model
+    assert doc["acceptance"]["checks"][0]["derived_from"]["spec"]  # every derived value with its provenance
+
+
+def test_explain_json(built: Path) -> None:
+    r = run("explain", "--json", built, "acceptance.storage.read_throughput")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert json.loads(r.stdout) == {
+        "path": "acceptance.checks.storage.read_throughput", "value": ">= 0.02 GB/s (info)",
+        "rule": "acceptance.read_throughput", "formula": ">=20MB/s; lab: emulated, informational",
+        "sources": [{"path": "performance.storage.read_throughput", "line": 21, "value": ">=20MB/s"}],
+        "within": "", "section": False, "spec_file": str(LAB)}
+    r = run("explain", "--json", built, "compute")
+    section = json.loads(r.stdout)
+    assert r.returncode == 0 and section["rule"] is None and section["section"] is True  # not derived as a whole
+    assert section["value"]["gpus"] == 2
+
+
+def test_explain_json_unknown_path(built: Path) -> None:
+    r = run("explain", "--json", built, "storage.tiers.hott")
+    assert r.returncode == 2
+    doc = json.loads(r.stdout)
+    assert doc["valid"] is False and doc["error"] == "cannot explain"
+    assert doc["problems"][0]["path"] == "storage.tiers.hott" and "no such value" in doc["problems"][0]["message"]
+    assert "storage.tiers.hott: no such value" in r.stderr
+
+
+
+
