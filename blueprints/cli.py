@@ -12,7 +12,6 @@ live with that stage and are registered in pyproject.toml's ``clustersmith.comma
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from blueprints.render import build as render_build
 from blueprints.render import writable as build_writable
 from blueprints.secrets import ensure as ensure_secrets
 from blueprints.secrets import locate as locate_secrets
-from blueprints.spec import Requirements
+from blueprints.spec import json_schema
 from blueprints.summary import print_summary
 
 out = output_console()
@@ -161,8 +160,8 @@ def explain_cmd(build_dir: Path, path: str, as_json: bool) -> None:
 
 @cli.command()
 def schema() -> None:
-    """Print the JSON Schema of the requirement spec (for editors)."""
-    click.echo(json.dumps(Requirements.model_json_schema(), indent=2))
+    """Print the JSON Schema (draft 2020-12) of the requirement spec, for editors and validators."""
+    print_json(json_schema())
 
 
 def main() -> None:

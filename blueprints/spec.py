@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -458,3 +458,13 @@ def _external_fits_target(external: ExternalStorage, provider: str) -> None:
 # InfiniBand group (stacks/azure.py).
 CLOUD_RDMA = {"aws": "EFA, SRD transport", "gcp": "the RoCE VPC of the MRDMA NICs",
               "azure": "the InfiniBand group of the GPU VMs"}
+
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"  # the draft pydantic's model_json_schema writes
+
+
+def json_schema() -> dict[str, Any]:
+    """The spec's JSON Schema as ``clustersmith schema`` prints it: pydantic's, its dialect named in ``$schema`` so an
+    editor or validator reads it as draft 2020-12 (its ``$defs`` and ``prefixItems``) without guessing. No ``$id``:
+    the schema is published nowhere a URI could name."""
+    return {"$schema": JSON_SCHEMA_DIALECT, **Requirements.model_json_schema()}
