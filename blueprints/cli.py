@@ -4,7 +4,7 @@ Exit codes: 0 success, 1 a check failed (accept), 2 bad input (spec, Blueprint, 
 build did not write), 130 Ctrl-C, 143 SIGTERM (blueprints.signals).
 Bad input prints every problem with file, line, path, value and what was expected, and writes nothing.
 ``--json`` (validate, plan, explain) prints one JSON document on stdout instead of the text, and for bad input the
-problems as one too (blueprints.commands.json_errors).
+problems as one too (blueprints.commands.json_errors); ``build --quiet`` prints the folder alone.
 The commands defined here plan and build; the ones that drive a later stage (lab, deploy, inventory, accept, parse)
 live with that stage and are registered in pyproject.toml's ``clustersmith.commands`` entry points
 (blueprints.commands).
@@ -16,6 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import click
+from rich.console import Console
+from rich.markup import escape
 
 from blueprints.blueprint import Blueprint, blueprint_data, load_blueprint
 from blueprints.commands import RegistryGroup, json_errors, output_console, print_json, run
@@ -25,12 +27,14 @@ from blueprints.loader import load_requirements, requirement_lines
 from blueprints.planner import plan
 from blueprints.render import build as render_build
 from blueprints.render import writable as build_writable
+from blueprints.render.editable import KEPT
 from blueprints.secrets import ensure as ensure_secrets
 from blueprints.secrets import locate as locate_secrets
 from blueprints.spec import json_schema
 from blueprints.summary import print_summary
 
 out = output_console()
+err = Console(stderr=True, soft_wrap=True)
 
 
 def plan_file(spec: Path) -> Blueprint:
@@ -101,29 +105,49 @@ def plan_cmd(spec: Path, as_json: bool) -> None:
                    "$XDG_CONFIG_HOME/clustersmith/secrets/); created or completed when clustersmith wrote it")
 @click.option("--prune-secrets", "prune_secrets", is_flag=True,
               help="Remove the secrets file's entries for hosts this plan no longer has (kept and counted otherwise)")
-def build(spec: Path, output: Path, secrets_file: Path | None, prune_secrets: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print only the build folder's path (stdout), errors and the 'kept' lines (stderr: paths build "
+                   "left as they were, because a file of yours is there); no file list or next steps")
+def build(spec: Path, output: Path, secrets_file: Path | None, prune_secrets: bool, quiet: bool) -> None:
     """Write out/<name>/: blueprint.yaml and everything rendered from it.
 
     Only into a folder build wrote (its .clustersmith-build marker names the Blueprint) or an empty or absent
     one; a rebuild swaps the generated tree at once and keeps what users and later steps wrote there.
     """
-    bp = plan_file(spec)
-    build_writable(bp, output)
-    secrets_path = locate_secrets(bp, output / bp.name, secrets_file, prune_secrets)  # reads only
-    # The secrets file is made or completed only once the tree is rendered and linked, just before the swap: a build
-    # refused for any reason (a folder it may not write, a full disk, a bad secrets file) leaves none behind.
-    def say(line: str) -> None:
-        out.print(line, highlight=False)
-
-    folder, files = render_build(bp, output, notice=lambda line: out.print(f"[yellow]{line}[/]", highlight=False),
-                                 secrets_file=secrets_path,
-                                 before_swap=lambda: ensure_secrets(bp, output / bp.name, secrets_path, notice=say,
-                                                                    prune=prune_secrets))
-    out.print(f"[green]built[/] {folder} ({len(files)} files)")
+    told: list[str] = []  # what build did with the secrets file
+    placed: list[str] = []  # the build folder's notices: each path kept as it was, or an editable file written
+    try:
+        bp = plan_file(spec)
+        build_writable(bp, output)
+        secrets_path = locate_secrets(bp, output / bp.name, secrets_file, prune_secrets)  # reads only
+        # The secrets file is made or completed only once the tree is rendered and linked, just before the swap: a
+        # build refused for any reason (a folder it may not write, a full disk, a bad secrets file) leaves none.
+        folder, files = render_build(
+            bp, output, notice=placed.append, secrets_file=secrets_path,
+            before_swap=lambda: ensure_secrets(bp, output / bp.name, secrets_path, notice=told.append,
+                                               prune=prune_secrets))
+    finally:  # what was said before an error too
+        _notices(told, placed, quiet)
+    if quiet:
+        click.echo(folder)
+        return
+    out.print(f"[green]built[/] {escape(str(folder))} ({len(files)} files)")
     for f in files:
-        out.print(f"  {f}")
+        out.print(f"  {f}", markup=False)
     for line in next_steps(bp, folder):
-        say(line)
+        out.print(line, markup=False, highlight=False)
+
+
+def _notices(told: list[str], placed: list[str], quiet: bool) -> None:
+    """Build's notices: the secrets file's, then the build folder's (blueprints.render), on stdout; with --quiet
+    only the kept ones, on stderr, since each tells that a file stayed the user's and not the generated one."""
+    for line in [] if quiet else told:
+        out.print(line, markup=False, highlight=False)
+    for line in placed:
+        if not quiet:
+            out.print(line, style="yellow", markup=False, highlight=False)
+        elif line.startswith(KEPT):  # a path build did not write over
+            err.print(line, style="yellow", markup=False, highlight=False)
 
 
 def next_steps(bp: Blueprint, folder: Path) -> list[str]:

@@ -146,7 +146,7 @@ def _build(bp: Blueprint, final: Path, notice: Notice, secrets_file: Path | None
             _unclaim(final, fresh)
         raise
     for path in kept:
-        notice(f"kept {path}: a real file or a foreign link is where build would link the generated one "
+        notice(f"{editable.KEPT}{path}: a real file or a foreign link is where build would link the generated one "
                f"({_OURS}{path.relative_to(final).as_posix()}); remove it to get the generated file")
     for placed in yours:
         notice(placed.notice)

@@ -31,6 +31,9 @@ EDITABLE = ("ansible/inventory.yml", "pulumi/machines.yaml", "pulumi/Pulumi.*.ya
 RECORD = "editable.json"  # under .generated/: each editable file's sha256 as build last wrote it
 STEP_MARK = "# Written by `clustersmith "  # the first line of a file a step after build wrote (and rewrites)
 GENERATED = ".generated"  # the build folder's generated trees (blueprints.render reads it from here)
+# How every build notice begins that names a path build left as it was (here and in blueprints.render): `build
+# --quiet` still shows those.
+KEPT = "kept "
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ def place(final: Path, gen: Path, staging: Path, old_tree: Path | None, ours: st
         beside = f"this build's version is {gen.name}/current/{rel}: compare the two, e.g. with diff"
 
         def kept(why: str, path: Path = here) -> Placed:
-            return Placed(path, True, f"kept {path}: {why}")
+            return Placed(path, True, f"{KEPT}{path}: {why}")
 
         if rel not in generated:  # an old-layout link to a file this build no longer writes: keep what it showed
             if shown is not None:

@@ -1,5 +1,5 @@
-"""The command line as a script meets it (issue 43 item 6, part a): `--json` documents on stdout. Real subprocesses,
-as test_cli.py runs them."""
+"""The command line as a script meets it (issue 43 item 6, part a): `--json` documents on stdout and `build --quiet`.
+Real subprocesses, as test_cli.py runs them."""
 
 from __future__ import annotations
 
@@ -106,5 +106,27 @@ def test_explain_json_unknown_path(built: Path) -> None:
     assert "storage.tiers.hott: no such value" in r.stderr
 
 
+def test_build_quiet_prints_the_folder_alone(tmp_path: Path) -> None:
+    r = run("build", "-q", LAB, "-o", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"{tmp_path / 'lab'}\n" and r.stderr == ""  # no file list, next steps, secrets line, progress
+    assert (tmp_path / "lab" / "blueprint.yaml").is_file()
+
+
+def test_build_quiet_still_says_what_it_kept(tmp_path: Path) -> None:
+    """A kept file means the user's file stands where the generated one would: --quiet must not hide that."""
+    out = tmp_path / "out"
+    assert run("build", LAB, "-o", out).returncode == 0
+    folder = out / "lab"
+    site = folder / "ansible" / "site.yml"
+    site.unlink()
+    site.write_text("# mine\n")  # a real file where build links its generated one
+    r = run("build", "--quiet", LAB, "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"{folder}\n"
+    said = " ".join(r.stderr.split())
+    assert said.startswith(f"kept {site}: a real file") and said.count("kept ") == 1, said
+    assert "secrets:" not in said
+    assert site.read_text() == "# mine\n"
 
 
