@@ -4,7 +4,8 @@ Exit codes: 0 success, 1 a check failed (accept), 2 bad input (spec, Blueprint, 
 build did not write), 130 Ctrl-C, 143 SIGTERM (blueprints.signals).
 Bad input prints every problem with file, line, path, value and what was expected, and writes nothing.
 ``--json`` (validate, plan, explain) prints one JSON document on stdout instead of the text, and for bad input the
-problems as one too (blueprints.commands.json_errors); ``build --quiet`` prints the folder alone.
+problems as one too (blueprints.commands.json_errors); ``build --quiet`` prints the folder alone. A slow step shows
+a spinner on stderr when that is a terminal (blueprints.progress).
 The commands defined here plan and build; the ones that drive a later stage (lab, deploy, inventory, accept, parse)
 live with that stage and are registered in pyproject.toml's ``clustersmith.commands`` entry points
 (blueprints.commands).
@@ -25,6 +26,7 @@ from blueprints.errors import ClusterSmithError
 from blueprints.explain import explain, explanation_json, render_explanation
 from blueprints.loader import load_requirements, requirement_lines
 from blueprints.planner import plan
+from blueprints.progress import Step, progress, silent
 from blueprints.render import build as render_build
 from blueprints.render import writable as build_writable
 from blueprints.render.editable import KEPT
@@ -37,10 +39,12 @@ out = output_console()
 err = Console(stderr=True, soft_wrap=True)
 
 
-def plan_file(spec: Path) -> Blueprint:
+def plan_file(spec: Path, step: Step = silent) -> Blueprint:
     """Load, validate and plan a spec file: the shared front half of validate, plan and build."""
+    step(f"reading {spec}")
     req = load_requirements(spec)
     lines = requirement_lines(spec)
+    step(f"planning {req.compute.gpus:,} GPUs")
     try:
         return plan(req, spec_file=str(spec), spec_lines=lines)
     except ClusterSmithError as exc:
@@ -69,8 +73,8 @@ def validate(spec: Path, as_json: bool) -> None:
 
     --json: {"valid": true, "spec", "gpus", "nodes", "node_type", "provider"}.
     """
-    with json_errors(as_json):
-        bp = plan_file(spec)
+    with json_errors(as_json), progress() as step:
+        bp = plan_file(spec, step)
     if as_json:
         print_json({"valid": True, "spec": str(spec), "gpus": bp.compute.gpus, "nodes": bp.compute.nodes.value,
                     "node_type": bp.compute.node_type.value, "provider": bp.target.provider})
@@ -87,8 +91,8 @@ def plan_cmd(spec: Path, as_json: bool) -> None:
 
     --json: the Blueprint itself, as build writes it to blueprint.yaml (every derived value with its derived_from).
     """
-    with json_errors(as_json):
-        bp = plan_file(spec)
+    with json_errors(as_json), progress() as step:
+        bp = plan_file(spec, step)
     if as_json:
         print_json(blueprint_data(bp))
     else:
@@ -107,7 +111,7 @@ def plan_cmd(spec: Path, as_json: bool) -> None:
               help="Remove the secrets file's entries for hosts this plan no longer has (kept and counted otherwise)")
 @click.option("-q", "--quiet", is_flag=True,
               help="Print only the build folder's path (stdout), errors and the 'kept' lines (stderr: paths build "
-                   "left as they were, because a file of yours is there); no file list or next steps")
+                   "left as they were, because a file of yours is there); no file list, next steps or progress")
 def build(spec: Path, output: Path, secrets_file: Path | None, prune_secrets: bool, quiet: bool) -> None:
     """Write out/<name>/: blueprint.yaml and everything rendered from it.
 
@@ -117,16 +121,17 @@ def build(spec: Path, output: Path, secrets_file: Path | None, prune_secrets: bo
     told: list[str] = []  # what build did with the secrets file
     placed: list[str] = []  # the build folder's notices: each path kept as it was, or an editable file written
     try:
-        bp = plan_file(spec)
-        build_writable(bp, output)
-        secrets_path = locate_secrets(bp, output / bp.name, secrets_file, prune_secrets)  # reads only
-        # The secrets file is made or completed only once the tree is rendered and linked, just before the swap: a
-        # build refused for any reason (a folder it may not write, a full disk, a bad secrets file) leaves none.
-        folder, files = render_build(
-            bp, output, notice=placed.append, secrets_file=secrets_path,
-            before_swap=lambda: ensure_secrets(bp, output / bp.name, secrets_path, notice=told.append,
-                                               prune=prune_secrets))
-    finally:  # what was said before an error too
+        with progress(show=not quiet) as step:
+            bp = plan_file(spec, step)
+            build_writable(bp, output)
+            secrets_path = locate_secrets(bp, output / bp.name, secrets_file, prune_secrets)  # reads only
+            # The secrets file is made or completed only once the tree is rendered and linked, just before the swap:
+            # a build refused for any reason (a folder it may not write, a full disk, a bad secrets file) leaves none.
+            folder, files = render_build(
+                bp, output, notice=placed.append, secrets_file=secrets_path, step=step,
+                before_swap=lambda: ensure_secrets(bp, output / bp.name, secrets_path, notice=told.append,
+                                                   prune=prune_secrets))
+    finally:  # once the progress line is gone; what was said before an error too
         _notices(told, placed, quiet)
     if quiet:
         click.echo(folder)

@@ -86,21 +86,29 @@ def renderers() -> list[Renderer]:
     return found
 
 
+def _part(renderer: Renderer) -> str:
+    """What a renderer writes, for a progress line: its module's name (``switch``), ``blueprint.yaml`` for the root."""
+    return "blueprint.yaml" if renderer is render_blueprint else renderer.__module__.rsplit(".", 1)[-1]
+
+
 def generated_tree(folder: Path) -> Path:
     """The generated tree a build folder's ``current`` link names (what ``build`` wrote last, whole)."""
     return (folder / GENERATED / "current").resolve()
 
 
 def build(bp: Blueprint, out_root: Path, notice: Notice | None = None, secrets_file: Path | None = None,
-          before_swap: Callable[[], object] | None = None) -> tuple[Path, list[Path]]:
+          before_swap: Callable[[], object] | None = None, step: Notice | None = None) -> tuple[Path, list[Path]]:
     """Render every artefact into ``out_root/<name>`` (layout: module doc). Returns the folder and the files, as
     paths through the folder's links; ``notice`` hears of each generated path kept because something else is
     there. ``secrets_file``: the cluster's secrets file (blueprints.secrets), whose path alone the build names.
     ``before_swap`` runs once the new tree is written and linked, before it becomes current: what a build must
-    write outside its folder (the secrets file) waits until nothing inside it can refuse the build."""
+    write outside its folder (the secrets file) waits until nothing inside it can refuse the build. ``step`` hears
+    which step begins (rendering each renderer's part, linking, swapping), for a progress line
+    (blueprints.progress)."""
     final = out_root / bp.name
     try:
-        return _build(bp, final, notice or (lambda _: None), secrets_file, before_swap or (lambda: None))
+        return _build(bp, final, notice or (lambda _: None), secrets_file, before_swap or (lambda: None),
+                      step or (lambda _: None))
     except OSError as exc:
         where = exc.filename or final
         raise ClusterSmithError([Problem(_OPTION, f"cannot write the build folder {final}: "
@@ -110,7 +118,7 @@ def build(bp: Blueprint, out_root: Path, notice: Notice | None = None, secrets_f
 
 
 def _build(bp: Blueprint, final: Path, notice: Notice, secrets_file: Path | None,
-           before_swap: Callable[[], object]) -> tuple[Path, list[Path]]:
+           before_swap: Callable[[], object], step: Notice) -> tuple[Path, list[Path]]:
     fresh = _claim(final, bp.name)  # None: claimed by an earlier build; else how this one found it
     swapped = False
     try:
@@ -122,14 +130,18 @@ def _build(bp: Blueprint, final: Path, notice: Notice, secrets_file: Path | None
             staging.chmod(0o755)  # mkdtemp's 0700 would hide the tree from the user's other accounts (CI, Ansible)
             try:
                 written: list[Path] = []
-                for renderer in renderers():
+                steps = renderers()
+                for n, renderer in enumerate(steps, 1):
+                    step(f"rendering {_part(renderer)} ({n}/{len(steps)})")
                     written += renderer(bp, staging)
                 if secrets_file is not None:
                     written += render_secrets_ref(bp, staging, secrets_file)
                 _pause("staged")
+                step(f"linking {len(written)} files into {final}")
                 kept = _link(final, staging)
                 _pause("linked")
                 before_swap()
+                step("swapping in the new tree")
                 old = _swap(gen, staging)
                 swapped = True
             except BaseException:

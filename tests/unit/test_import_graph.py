@@ -23,8 +23,8 @@ READS_SPEC = ("blueprints.spec", "blueprints.loader", "blueprints.planner", "blu
 # The Blueprint side of the contract: what stacks, roles' variables, renderers and validators may build on.
 DOWNSTREAM = ("blueprints.model", "blueprints.blueprint", "blueprints.hosts", "blueprints.lab_plan",
               "blueprints.fleet_plan", "blueprints.traced", "blueprints.render", "blueprints.commands",
-              "blueprints.rolevars", "blueprints.explain", "blueprints.summary", "blueprints.summary_ceph",
-              "blueprints.wiring", "stacks", "validators")
+              "blueprints.progress", "blueprints.rolevars", "blueprints.explain", "blueprints.summary",
+              "blueprints.summary_ceph", "blueprints.wiring", "stacks", "validators")
 
 
 def _module_name(path: Path) -> str:
@@ -189,7 +189,8 @@ LAYERS = (
      "blueprints.traced",  # a planned value with its derived_from, for the Blueprint and the lab plan alike
      "blueprints.blueprint.check_args",  # a check's tool arguments, typed per tool family, for the Blueprint's checks
      "blueprints.blueprint.format",  # blueprint.yaml's format version and the refusal of an older one
-     "blueprints.commands"),  # the command registry: it finds stacks' and validators' commands by entry point
+     "blueprints.commands",  # the command registry: it finds stacks' and validators' commands by entry point
+     "blueprints.progress"),  # a slow command's spinner on a terminal's stderr: rich only
     ("blueprints.spec", "blueprints.blueprint"),
     ("blueprints.loader", "blueprints.planner", "blueprints.rolevars", "blueprints.explain", "blueprints.summary",
      "blueprints.summary_ceph",  # plan's Ceph tables, read from the Blueprint like summary

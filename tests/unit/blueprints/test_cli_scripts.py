@@ -1,12 +1,14 @@
-"""The command line as a script meets it (issue 43 item 6, part a): `--json` documents on stdout and `build --quiet`.
-Real subprocesses, as test_cli.py runs them."""
+"""The command line as a script meets it (issue 43 item 6, part a): `--json` documents on stdout, `build --quiet`,
+and progress on a terminal's stderr only. Real subprocesses, as test_cli.py runs them."""
 
 from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,32 @@ def run(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.Comp
     return subprocess.run([sys.executable, "-m", "blueprints", *map(str, args)], cwd=REPO, capture_output=True,
                           text=True, timeout=120, env={**ENV, **(env or {})}, check=False)
 
+
+def on_a_terminal(*args: str | Path) -> tuple[int, str, str]:
+    """Run with stderr on a pseudo-terminal (as a person's shell has it) and stdout on a pipe: the exit code, stdout
+    and everything the terminal was sent."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "blueprints", *map(str, args)], cwd=REPO, env=ENV,
+                            stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL)
+    os.close(follower)
+    shown: list[bytes] = []
+
+    def read_terminal() -> None:  # beside communicate(): a child blocked on a full stdout pipe would never end
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed its end
+                return
+            if not chunk:
+                return
+            shown.append(chunk)
+
+    reader = threading.Thread(target=read_terminal)
+    reader.start()
+    stdout, _ = proc.communicate(timeout=120)
+    reader.join(timeout=10)
+    os.close(leader)
+    return proc.returncode, stdout.decode(), b"".join(shown).decode(errors="replace")
 
 
 @pytest.fixture(scope="module")
@@ -129,4 +157,26 @@ def test_build_quiet_still_says_what_it_kept(tmp_path: Path) -> None:
     assert "secrets:" not in said
     assert site.read_text() == "# mine\n"
 
+
+def test_build_shows_progress_on_a_terminal_and_nothing_in_stdout(tmp_path: Path) -> None:
+    code, stdout, shown = on_a_terminal("build", LAB, "-o", tmp_path / "out")
+    assert code == 0, shown
+    for step in ("planning 2 GPUs", "rendering blueprint.yaml (1/", "rendering switch_qos", "linking ",
+                 "swapping in the new tree"):
+        assert step in shown, shown
+    assert "\x1b[2K" in shown  # drawn over itself and erased, not left in the scrollback as lines
+    assert "rendering" not in stdout and stdout.startswith("secrets: ")
+
+
+def test_no_progress_without_a_terminal_or_with_quiet(tmp_path: Path) -> None:
+    r = run("build", LAB, "-o", tmp_path / "a")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    code, stdout, shown = on_a_terminal("build", "-q", LAB, "-o", tmp_path / "b")
+    assert code == 0 and shown == "" and stdout == f"{tmp_path / 'b' / 'lab'}\n"
+
+
+def test_json_stays_one_document_while_a_terminal_shows_progress() -> None:
+    code, stdout, shown = on_a_terminal("plan", "--json", LAB)
+    assert code == 0 and "planning 2 GPUs" in shown
+    assert json.loads(stdout)["name"] == "lab"
 
