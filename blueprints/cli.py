@@ -5,7 +5,7 @@ build did not write), 130 Ctrl-C, 143 SIGTERM (blueprints.signals).
 Bad input prints every problem with file, line, path, value and what was expected, and writes nothing.
 ``--json`` (validate, plan, explain) prints one JSON document on stdout instead of the text, and for bad input the
 problems as one too (blueprints.commands.json_errors); ``build --quiet`` prints the folder alone. A slow step shows
-a spinner on stderr when that is a terminal (blueprints.progress).
+a spinner on stderr when that is a terminal (blueprints.progress). Shell completion: README.md, Commands.
 The commands defined here plan and build; the ones that drive a later stage (lab, deploy, inventory, accept, parse)
 live with that stage and are registered in pyproject.toml's ``clustersmith.commands`` entry points
 (blueprints.commands).
@@ -194,4 +194,6 @@ def schema() -> None:
 
 
 def main() -> None:
-    run(cli)
+    # One name however it is started (the `clustersmith` script, `python -m blueprints`): the usage lines say it,
+    # and shell completion reads its variable, _CLUSTERSMITH_COMPLETE, by it.
+    run(cli, prog_name="clustersmith")

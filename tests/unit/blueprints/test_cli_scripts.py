@@ -1,5 +1,5 @@
 """The command line as a script meets it (issue 43 item 6, part a): `--json` documents on stdout, `build --quiet`,
-and progress on a terminal's stderr only. Real subprocesses, as test_cli.py runs them."""
+progress on a terminal's stderr only, and shell completion. Real subprocesses, as test_cli.py runs them."""
 
 from __future__ import annotations
 
@@ -180,3 +180,25 @@ def test_json_stays_one_document_while_a_terminal_shows_progress() -> None:
     assert code == 0 and "planning 2 GPUs" in shown
     assert json.loads(stdout)["name"] == "lab"
 
+
+@pytest.mark.parametrize(("shell", "function"), [("bash", "_clustersmith_completion() {"),
+                                                 ("zsh", "compdef _clustersmith_completion clustersmith"),
+                                                 ("fish", "function _clustersmith_completion")])
+def test_completion_scripts(shell: str, function: str) -> None:
+    r = run(env={"_CLUSTERSMITH_COMPLETE": f"{shell}_source"})
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert function in r.stdout and "_CLUSTERSMITH_COMPLETE=" in r.stdout
+
+
+def test_bash_completes_commands_and_options(tmp_path: Path) -> None:
+    """The bash script, sourced as README.md says, completes a command and an option through the real program."""
+    wrapper = tmp_path / "clustersmith"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m blueprints "$@"\n')
+    wrapper.chmod(0o755)
+    complete = 'COMPREPLY=(); _clustersmith_completion clustersmith; echo "${COMPREPLY[@]}"\n'
+    script = ('eval "$(_CLUSTERSMITH_COMPLETE=bash_source clustersmith)"\n'
+              f"COMP_WORDS=(clustersmith va); COMP_CWORD=1; {complete}"
+              f"COMP_WORDS=(clustersmith build --qu); COMP_CWORD=2; {complete}")
+    done = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+                          env={**ENV, "PATH": f"{tmp_path}:{ENV['PATH']}", "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0 and done.stdout.splitlines() == ["validate", "--quiet"], done.stdout + done.stderr
