@@ -145,9 +145,13 @@ def build(spec: Path, output: Path, secrets_file: Path | None, prune_secrets: bo
 
 def _notices(told: list[str], placed: list[str], quiet: bool) -> None:
     """Build's notices: the secrets file's, then the build folder's (blueprints.render), on stdout; with --quiet
-    only the kept ones, on stderr, since each tells that a file stayed the user's and not the generated one."""
-    for line in [] if quiet else told:
-        out.print(line, markup=False, highlight=False)
+    only those a user must not miss, on stderr: the secrets file made (once; it must be kept) or pruned, and each
+    path kept, since it tells that a file stayed the user's and not the generated one."""
+    for line in told:
+        if not quiet:
+            out.print(line, markup=False, highlight=False)
+        elif line.startswith(("secrets: created", "secrets: pruned")):
+            err.print(line, markup=False, highlight=False)
     for line in placed:
         if not quiet:
             out.print(line, style="yellow", markup=False, highlight=False)

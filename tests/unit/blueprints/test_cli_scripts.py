@@ -137,8 +137,12 @@ def test_explain_json_unknown_path(built: Path) -> None:
 def test_build_quiet_prints_the_folder_alone(tmp_path: Path) -> None:
     r = run("build", "-q", LAB, "-o", tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == f"{tmp_path / 'lab'}\n" and r.stderr == ""  # no file list, next steps, secrets line, progress
+    assert r.stdout == f"{tmp_path / 'lab'}\n"  # no file list, next steps, progress
+    # the one secrets line a script's user must not miss: the file made once, to keep
+    assert r.stderr.startswith("secrets: created ") and r.stderr.count("\n") == 1, r.stderr
     assert (tmp_path / "lab" / "blueprint.yaml").is_file()
+    again = run("build", "-q", LAB, "-o", tmp_path)
+    assert again.returncode == 0 and again.stdout == f"{tmp_path / 'lab'}\n" and again.stderr == "", again.stderr
 
 
 def test_build_quiet_still_says_what_it_kept(tmp_path: Path) -> None:
@@ -172,7 +176,9 @@ def test_no_progress_without_a_terminal_or_with_quiet(tmp_path: Path) -> None:
     r = run("build", LAB, "-o", tmp_path / "a")
     assert r.returncode == 0 and r.stderr == "", r.stderr
     code, stdout, shown = on_a_terminal("build", "-q", LAB, "-o", tmp_path / "b")
-    assert code == 0 and shown == "" and stdout == f"{tmp_path / 'b' / 'lab'}\n"
+    # on the terminal: the secrets file made (build_quiet's one line), no progress
+    assert code == 0 and shown.startswith("secrets: created ") and shown.count("\n") == 1, shown
+    assert stdout == f"{tmp_path / 'b' / 'lab'}\n"
 
 
 def test_json_stays_one_document_while_a_terminal_shows_progress() -> None:
