@@ -25,7 +25,7 @@ class Problem:
         where = f"{filename}:{self.line}" if self.line and filename else (filename or "")
         head = f"{where}: " if where else ""
         at = self.path or "(document)"
-        got = f" (got {_cut(self.value)})" if self.value is not None else ""
+        got = f" (got {cut(self.value)})" if self.value is not None else ""
         hint = f"; {self.hint}" if self.hint else ""
         return one_line(f"{head}{at}: {self.message}{got}{hint}")
 
@@ -39,7 +39,8 @@ LONGEST_VALUE = 80  # characters of a value echoed whole; longer ones are cut to
 SHOWN_VALUE = 60
 
 
-def _cut(value: str) -> str:
+def cut(value: str) -> str:
+    """``value`` whole up to ``LONGEST_VALUE`` characters, else its start and its length."""
     return value if len(value) <= LONGEST_VALUE else f"{value[:SHOWN_VALUE]}... ({len(value):,} characters)"
 
 

@@ -23,6 +23,12 @@ def plain(x: float, digits: int = 6) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def long_integer(value: int) -> str:
+    """An integer too long to write whole in a message (a hexadecimal or octal number YAML read has no digit limit;
+    Python refuses to write more than 4300 decimal digits, and a float cannot hold one past 1e308), by its size."""
+    return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} decimal digits"
+
+
 def counted(n: int, one: str, many: str = "") -> str:
     """``n`` and its noun: counted(1, "node") -> "1 node", counted(2, "leaf", "leaves") -> "2 leaves"."""
     return f"{n} {one if n == 1 else many or one + 's'}"

@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from blueprints.errors import Problem, SpecError
+from blueprints.errors import Problem, SpecError, cut
+from blueprints.figures import long_integer
 from blueprints.spec import Requirements, RuleError
 from blueprints.units import Quantity, bound_of
 from blueprints.yaml11 import construct, reading
@@ -267,6 +268,15 @@ def _nearest_line(lines: dict[tuple[str | int, ...], int], path: tuple[str | int
     return None
 
 
+def _shown(raw: object) -> str:
+    """A value for a message, as Python writes it; an integer past Python's 4300-digit limit (YAML reads a
+    hexadecimal one of any length) by its size."""
+    try:
+        return repr(raw)
+    except ValueError:
+        return long_integer(raw) if isinstance(raw, int) else f"a {type(raw).__name__} that cannot be written"
+
+
 def _problem(err: Any, doc: Any, lines: dict[tuple[str | int, ...], int]) -> Problem:
     loc: Loc = tuple(err["loc"])
     kind = err["type"]
@@ -278,7 +288,7 @@ def _problem(err: Any, doc: Any, lines: dict[tuple[str | int, ...], int]) -> Pro
     dotted = ".".join(str(p) for p in path)
     line = _nearest_line(lines, path)
     raw = _value_at(doc, path)
-    value = None if raw is None or isinstance(raw, dict | list) else repr(raw)
+    value = None if raw is None or isinstance(raw, dict | list) else _shown(raw)
     hint = None
     message = str(err["msg"]).removeprefix("Value error, ")
     if message.startswith("Input should be"):
@@ -436,7 +446,7 @@ def _yaml_readings(plain: list[tuple[tuple[str | int, ...], yaml.ScalarNode]], d
         if not misread:
             continue
         expected = _expected(*field)
-        message = f"YAML reads {read.text} as {read.how}"
+        message = f"YAML reads {cut(read.text)} as {read.how}"
         if isinstance(value, bool) and not any(k is str or typing.get_origin(k) is typing.Literal for k in kinds):
             message += f", which would count as {int(value)}" if int in kinds else ""
             message += f"; expected {expected}" if expected else ""

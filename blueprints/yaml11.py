@@ -23,6 +23,9 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from blueprints.errors import LONGEST_VALUE
+from blueprints.figures import long_integer, plain
+
 INT_TAG = "tag:yaml.org,2002:int"
 FLOAT_TAG = "tag:yaml.org,2002:float"
 BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -46,12 +49,20 @@ class Reading:
     fix: str  # what to write instead
 
 
+def _number(value: float) -> str:
+    """A number YAML read, for a message: positional (blueprints.figures), or an integer past a float's range by its
+    size (``figures.long_integer``)."""
+    if isinstance(value, int) and value.bit_length() > 1000:
+        return long_integer(value)
+    return plain(value)
+
+
 def reading(node: ScalarNode, value: Any) -> Reading | None:
     """What YAML made of ``node`` when it is a plain scalar read as a boolean or a number in a YAML 1.1 form."""
     if node.style is not None:  # quoted or block: always text
         return None
     text = str(node.value)
-    quoted = f"quote it ({_quote(text)}) if it is text"
+    quoted = f"quote it ({_quote(text)}) if it is text" if len(text) <= LONGEST_VALUE else "quote it if it is text"
     if node.tag == BOOL_TAG:
         word = "true" if value else "false"
         if text in _CORE_BOOLS:
@@ -59,16 +70,17 @@ def reading(node: ScalarNode, value: Any) -> Reading | None:
         return Reading(text, f"the boolean {word} (YAML 1.2 reads it as text)", True, quoted)
     if node.tag == INT_TAG and _OCTAL.fullmatch(text):
         decimal = int(text.replace("_", ""), 10)
-        return Reading(text, f"the octal number {value} (YAML 1.2 reads {decimal})", True,
-                       f"write {decimal} without the leading zero, or {quoted}")
+        return Reading(text, f"the octal number {_number(value)} (YAML 1.2 reads {_number(decimal)})", True,
+                       f"write {_number(decimal)} without the leading zero, or {quoted}")
     if node.tag in (INT_TAG, FLOAT_TAG) and _BASE60.fullmatch(text):
-        return Reading(text, f"the base-60 number {value:g} (YAML 1.2 reads it as text)", True,
-                       f"{quoted}, or write the number {value:g}")
+        return Reading(text, f"the base-60 number {_number(value)} (YAML 1.2 reads it as text)", True,
+                       f"{quoted}, or write the number {_number(value)}")
     if node.tag == INT_TAG and _BINARY.fullmatch(text):
-        return Reading(text, f"the binary number {value} (YAML 1.2 reads it as text)", True,
-                       f"write {value}, or {quoted}")
+        return Reading(text, f"the binary number {_number(value)} (YAML 1.2 reads it as text)", True,
+                       f"write {_number(value)}, or {quoted}")
     if node.tag in (INT_TAG, FLOAT_TAG):
-        return Reading(text, f"the number {value:g}", False, quoted)
+        long = isinstance(value, int) and value.bit_length() > 1000
+        return Reading(text, long_integer(value) if long else f"the number {_number(value)}", False, quoted)
     return None
 
 

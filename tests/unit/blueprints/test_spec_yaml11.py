@@ -54,6 +54,25 @@ def test_yaml11_readings_are_refused(edit: tuple[str, str], message: str) -> Non
     assert _problems(EXAMPLE.replace(*edit, 1)) == [message]
 
 
+HEX_6021_DIGITS = "0x" + "f" * 5000  # 20,000 bits: no digit limit in base 16; over 4300 decimal digits, past a float
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (("name: cv-training-500tb", f"name: {HEX_6021_DIGITS}"), "s.yaml:6: metadata.name: YAML reads "
+     "0xffffffffffffffffffffffffffffffffffffffffffffffffffffffffff... (5,002 characters) as an integer of about 6021 "
+     "decimal digits; expected text (a name): quote it if it is text"),
+    (("gpus: 512", f"gpus: {HEX_6021_DIGITS}"), "s.yaml:14: compute.gpus: expected a value that should be less than "
+     "or equal to 1000000 (got an integer of about 6021 decimal digits)"),
+    (("gpus: 512", "gpus: 0" + "7" * 5000), "s.yaml:14: compute.gpus: an integer of 5001 digits; expected a number of "
+     "at most 18 digits (got 07777777777777777777...)"),
+])
+def test_integers_too_long_to_write_are_named_by_their_size(edit: tuple[str, str], message: str) -> None:
+    """Found by the fuzzer (issue 43 item 8, seed 52): a hexadecimal integer of 5,000 digits where a name or count
+    belongs ended in OverflowError (formatting it as a float) or ValueError (writing it in decimal)."""
+    assert edit[0] in EXAMPLE
+    assert _problems(EXAMPLE.replace(*edit, 1)) == [message]
+
+
 def test_what_yaml_12_reads_the_same_passes() -> None:
     for edit in (("gpus: 512", "gpus: 0x200"), ("gpus: 512", "gpus: 5_12"), ("name: cv-training-500tb", "name: '0755'"),
                  ("domain: cv", "domain: 'cv'")):
