@@ -29,6 +29,7 @@ class Explanation:
     sources: tuple[SpecLine, ...]
     within: str = ""  # the node whose derived_from covers this value, where it is not the value itself
     section: bool = False  # a container of values without a derivation of its own: listed one value a line
+    fields: dict[str, Any] | None = None  # the derived node's own fields, where ``value`` shows them as one string
 
 
 def _key_of(item: Any) -> str | None:
@@ -122,7 +123,9 @@ def explain(bp: Blueprint, dotted: str) -> Explanation:
                for path in prov["spec"]]
     value = _shown(owner) if at == done else node
     within = "" if at == done else ".".join(at)
-    return Explanation(dotted, value, prov["rule"], prov.get("formula", ""), tuple(sources), within)
+    fields = {k: v for k, v in owner.items() if k != "derived_from"} if at == done and isinstance(value, str) \
+        and "threshold" in owner else None
+    return Explanation(dotted, value, prov["rule"], prov.get("formula", ""), tuple(sources), within, fields=fields)
 
 
 def render_explanation(bp: Blueprint, e: Explanation) -> str:
@@ -175,8 +178,10 @@ def explanation_json(bp: Blueprint, e: Explanation) -> dict[str, Any]:
     """``explain --json``: the ``Explanation``'s fields and ``spec_file``: ``path`` (as explained, the
     ``acceptance.<id>`` shorthand written out), ``value``, ``rule`` and ``formula`` (``null`` and ``""`` for a value
     not derived from the spec), ``sources`` (each spec line's ``path``, ``line``, ``null`` for a default, and
-    ``value``), ``within`` (the node derived as a whole that holds the value, else ``""``) and ``section`` (true for
-    a section of values: ``value`` is then the whole section)."""
+    ``value``), ``within`` (the node derived as a whole that holds the value, else ``""``), ``section`` (true for
+    a section of values: ``value`` is then the whole section) and ``fields`` (for a check or an alert rule, whose
+    ``value`` is one line such as ``">= 0.02 GB/s (info)"``: its own fields, threshold, unit and severity among
+    them, as numbers and words; else ``null``)."""
     return {**asdict(e), "spec_file": bp.spec_file}
 
 
