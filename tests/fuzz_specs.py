@@ -194,13 +194,22 @@ YAML11_SCALARS = ("0755", "0512", "08", "1:30", "190:20:30", "1:30.5", "0b1010",
                   "False", "1_000", "0x1F", "0o17", "~", ".inf", "-.NaN", "1e400", "-0", "+12")
 
 
-def t_yaml11_scalar(rng: random.Random, text: str) -> str:
+def _scalar_line(rng: random.Random, text: str) -> tuple[list[str], int, str, str] | None:
+    """A random ``key: value`` line of ``text`` (a plain key, a value that is not a comment): the lines, its index,
+    its key (with the indent) and value; None when there is none."""
     lines = text.splitlines(keepends=True)
     spots = [i for i, line in enumerate(lines) if re.match(r"^\s*[A-Za-z_]+: [^\s#]", line)]
     if not spots:
-        return text
+        return None
     i = rng.choice(spots)
-    key = lines[i].split(": ", 1)[0]
+    key, value = lines[i].rstrip("\n").split(": ", 1)
+    return lines, i, key, value
+
+
+def t_yaml11_scalar(rng: random.Random, text: str) -> str:
+    if (found := _scalar_line(rng, text)) is None:
+        return text
+    lines, i, key, _ = found
     lines[i] = f"{key}: {rng.choice(YAML11_SCALARS)}\n"
     return "".join(lines)
 
@@ -226,12 +235,9 @@ YAML_ESCAPES = (r"\e[2J\e[H", r"\e]0;owned\a", r"\a", r"\b", r"\r", r"\x9b31m", 
 
 
 def t_control(rng: random.Random, text: str) -> str:
-    lines = text.splitlines(keepends=True)
-    spots = [i for i, line in enumerate(lines) if re.match(r"^\s*[A-Za-z_]+: \S", line)]
-    if not spots:
+    if (found := _scalar_line(rng, text)) is None:
         return text
-    i = rng.choice(spots)
-    key, value = lines[i].rstrip("\n").split(": ", 1)
+    lines, i, key, value = found
     indent, name = key[: len(key) - len(key.lstrip())], key.strip()
     where = rng.random()
     if where < 0.4:  # in the value, read by YAML
