@@ -56,12 +56,9 @@ def with_fleet_hosts(outputs: StackOutputs, source: str, client: FleetClient | N
     return resolve(outputs, client, source)
 
 
-INVENTORY = "ansible/inventory.yml"  # in the build folder
-
-
 def claim(folder: Path) -> Path:
     """The build folder's inventory, for the inventory step to write; refused while it is the user's own."""
-    return editable.claim(folder, INVENTORY, "the inventory step")
+    return editable.claim(folder, editable.INVENTORY, "the inventory step")
 
 
 def write(outputs: StackOutputs, folder: Path) -> Path:

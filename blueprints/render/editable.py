@@ -27,7 +27,8 @@ from blueprints import atomic
 from blueprints.errors import ClusterSmithError, Problem
 
 # Relative to the build folder; fnmatch patterns.
-EDITABLE = ("ansible/inventory.yml", "pulumi/machines.yaml", "pulumi/Pulumi.*.yaml")
+INVENTORY = "ansible/inventory.yml"  # build's template, then what the inventory step or `lab up` writes there
+EDITABLE = (INVENTORY, "pulumi/machines.yaml", "pulumi/Pulumi.*.yaml")
 RECORD = "editable.json"  # under .generated/: each editable file's sha256 as build last wrote it
 STEP_MARK = "# Written by `clustersmith "  # the first line of a file a step after build wrote (and rewrites)
 GENERATED = ".generated"  # the build folder's generated trees (blueprints.render reads it from here)

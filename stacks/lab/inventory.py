@@ -55,13 +55,12 @@ def build(state: LabState) -> dict[str, Any]:
 
 
 HEADER = f"{editable.STEP_MARK}lab up` for the running lab"
-INVENTORY = "ansible/inventory.yml"  # in the build folder
 
 
 def claim(workdir: Path) -> Path:
     """The build folder's inventory, for ``lab up`` to write; refused while it is the user's own (checked before
     the lab boots, and again before the write)."""
-    return editable.claim(workdir, INVENTORY, "lab up")
+    return editable.claim(workdir, editable.INVENTORY, "lab up")
 
 
 def write(state: LabState, workdir: Path) -> Path:
@@ -73,7 +72,7 @@ def write(state: LabState, workdir: Path) -> Path:
 
 
 def inventory_path(workdir: Path) -> Path:
-    return workdir / INVENTORY
+    return workdir / editable.INVENTORY
 
 
 def remove(path: Path) -> bool:
