@@ -44,6 +44,26 @@ Counter = tuple[str, str]  # a line of /proc/fs/fscache/stats and a key on it, e
 CounterName = Annotated[str, Field(pattern=r"^[^:,\s]+:[^:,\s]+$")]
 
 
+class CounterSet(_Args):
+    """One kernel range's FS-Cache counters of a hit (``hits``) and of a miss (``misses``), written LINE:KEY."""
+
+    kernels: str = Field(description="The kernels that count by these (FsCacheCounters.kernels)")
+    hits: tuple[CounterName, ...] = Field(min_length=1, description="Counters (LINE:KEY) that count a hit")
+    misses: tuple[CounterName, ...] = Field(min_length=1, description="Counters (LINE:KEY) that count a miss")
+
+    @property
+    def hit_counters(self) -> tuple[Counter, ...]:
+        return tuple(_counter(c) for c in self.hits)
+
+    @property
+    def miss_counters(self) -> tuple[Counter, ...]:
+        return tuple(_counter(c) for c in self.misses)
+
+    @property
+    def formula(self) -> str:
+        return ratio_formula(self.hit_counters, self.miss_counters)
+
+
 class FioArgs(_Args):
     """A fio check: the workload it judges (acceptance/fio/<workload>.fio), its shape repeated for `explain`, and
     where it measured."""
@@ -63,8 +83,8 @@ class FioArgs(_Args):
                                 description="Interval of the bandwidth log its series is summed over (fio's "
                                             "bwavgtime, log_avg_msec; fio's default 500 ms, field-numbers 2.1)")
     passes: int | None = Field(default=None, description="Read passes over the files (the FS-Cache check: 2)")
-    hits: tuple[CounterName, ...] = Field(default=(), description="FS-Cache counters (LINE:KEY) that count a hit")
-    misses: tuple[CounterName, ...] = Field(default=(), description="FS-Cache counters (LINE:KEY) that count a miss")
+    counters: tuple[CounterSet, ...] = Field(default=(), description="The FS-Cache counters of the hit ratio, one set "
+                                                                     "per kernel range, newest first")
     system: str | None = Field(default=None, description="The shared file system measured, in words")
     owner: Literal["clustersmith", "provider", "user"] | None = None
     mount: str | None = None
@@ -73,13 +93,12 @@ class FioArgs(_Args):
     def interval_ms(self) -> int:
         return round(self.bwavgtime.value * 1000)
 
-    @property
-    def hit_counters(self) -> tuple[Counter, ...]:
-        return tuple(_counter(c) for c in self.hits)
 
-    @property
-    def miss_counters(self) -> tuple[Counter, ...]:
-        return tuple(_counter(c) for c in self.misses)
+
+def ratio_formula(hits: tuple[Counter, ...], misses: tuple[Counter, ...]) -> str:
+    """``CaRdOps RD / (CaRdOps RD + DownOps DL)``: the hit ratio of these counters, as plans and reports write it."""
+    shown = " + ".join(f"{line} {key}" for line, key in hits)
+    return f"{shown} / ({shown} + {' + '.join(f'{line} {key}' for line, key in misses)})"
 
 
 def counter_name(counter: Counter) -> str:

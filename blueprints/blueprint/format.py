@@ -1,5 +1,7 @@
 """The format of blueprint.yaml, and the refusal of one an older clustersmith wrote.
 
+Format 5: the FS-Cache check's counters are one set per kernel range (``args.counters``), where format 4 named one
+set (``args.hits``, ``args.misses``) that only kernels 5.17-6.7 print.
 Format 4: every size carries its unit (``65536B``): a bare number is no longer read as bytes (issue 43).
 Format 3: each switch tier of the wiring plan carries its port speed (SONiC's PORT table is written from it).
 Format 2: every check's ``args`` is typed, one model per tool family told apart by ``kind``
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from blueprints.errors import ClusterSmithError, Problem
 
-BLUEPRINT_FORMAT = 4
+BLUEPRINT_FORMAT = 5
 
 
 def _old_args(data: dict[object, object]) -> bool:

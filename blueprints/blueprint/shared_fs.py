@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from blueprints.blueprint.check_args import ratio_formula
 from blueprints.model import Frozen
 from blueprints.traced import Traced
 from blueprints.units import Rate, Ratio, Size
@@ -32,13 +33,21 @@ class ClientSetting(Frozen):
 
 
 class FsCacheCounters(Frozen):
-    """Which counters of the kernel's /proc/fs/fscache/stats (6.1: fs/fscache/stats.c and fs/netfs/stats.c) count a
-    read served by the cache and one that was not: the hit ratio is hits / (hits + misses) over a window. Each counter
-    is named by its line's label and its key, as the file prints them (``IO``, ``rd``)."""
+    """Which counters of the kernel's /proc/fs/fscache/stats count a read served by the cache and one that was not, on
+    the kernels that print them: the hit ratio is hits / (hits + misses) over a window. Each counter is named by its
+    line's label and its key, as the file prints them (``IO``, ``rd``). The kernel moved and renamed these lines
+    (netfs printed under FS-Cache as ``RdHelp`` until 6.7, before it as ``Netfs`` from 6.8, as ``DownOps``/``CaRdOps``
+    from 6.11), so a plan names one set per kernel range, newest first."""
 
+    kernels: str = Field(description="The upstream kernels that print these counters and count this client's reads by "
+                                     "them, e.g. '5.17-6.7'")
     hits: tuple[tuple[str, str], ...] = Field(description="(line, key) of the counters of reads the cache served")
     misses: tuple[tuple[str, str], ...] = Field(description="(line, key) of the counters of reads it did not")
-    why: str = Field(description="Why these counters, for this client on this kernel")
+    why: str = Field(description="Why these counters, for this client on these kernels")
+
+    @property
+    def formula(self) -> str:
+        return ratio_formula(self.hits, self.misses)
 
 
 class FsCachePlan(Frozen):
@@ -53,7 +62,10 @@ class FsCachePlan(Frozen):
     tag: str = Field(description="cachefilesd's `tag`")
     cull_percent: tuple[int, int, int] = Field(description="cachefilesd brun, bcull, bstop: free-space percentages "
                                                            "(its defaults 10, 7, 3)")
-    counters: FsCacheCounters
+    counters: tuple[FsCacheCounters, ...] = Field(
+        min_length=1, description="One set per kernel range, newest first: a host's reading is judged by the first set "
+                                  "whose every counter its file prints (validators/fscache.py `choose`, and the "
+                                  "monitoring rule's `or` in the same order)")
     min_hit_ratio: Traced[Ratio]
 
 

@@ -22,6 +22,7 @@ from blueprints.blueprint import (
 from blueprints.blueprint.check_args import (
     AnyArgs,
     CephArgs,
+    CounterSet,
     FioArgs,
     NcclArgs,
     NvmeArgs,
@@ -204,16 +205,17 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
     fscache = storage.shared.fscache
     if fscache is not None and "cache_read" in workloads:
         floor = fscache.min_hit_ratio
-        hits = " + ".join(f"{line} {key}" for line, key in fscache.counters.hits)
-        misses = " + ".join(f"{line} {key}" for line, key in fscache.counters.misses)
+        ratio = "; ".join(f"{c.kernels}: {c.formula}" for c in fscache.counters)
         checks.append(_check(ctx, "cache.fscache_hit_ratio", "fio",
                              "FS-Cache read hit ratio of the second read pass, on every GPU node", ">=",
                              floor.value.value, "ratio", list(floor.derived_from.spec), "acceptance.fscache_hit_ratio",
                              f"{floor.derived_from.formula}; from /proc/fs/fscache/stats before and after the second "
-                             f"pass: {hits} / ({hits} + {misses})", scope="host", performance=False,
+                             f"pass, by the host's kernel: {ratio}", scope="host", performance=False,
                              args=workload_args(workloads["cache_read"]).model_copy(update={
-                                 "passes": 2, "hits": tuple(map(counter_name, fscache.counters.hits)),
-                                 "misses": tuple(map(counter_name, fscache.counters.misses))})))
+                                 "passes": 2, "counters": tuple(
+                                     CounterSet(kernels=c.kernels, hits=tuple(map(counter_name, c.hits)),
+                                                misses=tuple(map(counter_name, c.misses)))
+                                     for c in fscache.counters)})))
     if storage.ceph is not None:
         checks.append(ceph_health(ctx, storage.ceph))
     checks.append(_check(ctx, "monitoring.targets_up", "prometheus", "share of scrape targets up", ">=", 1.0,

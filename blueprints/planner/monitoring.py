@@ -115,18 +115,20 @@ def _gpu_queries() -> list[Query]:
     ]
 
 
-def fscache_query(counters: FsCacheCounters) -> Query:
-    """The FS-Cache read hit ratio from the counters the plan names (``shared.fscache.counters``), summed per host."""
+def fscache_query(counters: tuple[FsCacheCounters, ...]) -> Query:
+    """The FS-Cache read hit ratio from the counters the plan names (``shared.fscache.counters``), summed per host: one
+    ratio per kernel range, newest first, joined by ``or``, so a host is judged by the first set its kernel prints (a
+    set's series exist only on the kernels that print its lines; the last one's on every kernel)."""
     def total(pairs: tuple[tuple[str, str], ...]) -> str:
         return " + ".join(f'sum by (instance) (increase({FSCACHE_METRIC}{{line="{line}", key="{key}"}}[{{window}}]))'
                           for line, key in pairs)
-    hits = total(counters.hits)
-    shown = " + ".join(f"{line} {key}" for line, key in counters.hits)
-    missed = " + ".join(f"{line} {key}" for line, key in counters.misses)
-    return Query(name=FSCACHE_HIT_RATIO, measures=f"FS-Cache reads served / all reads over the window: {shown} / "
-                                                  f"({shown} + {missed}) of /proc/fs/fscache/stats",
-                 expr=f"({hits}) / ({hits} + {total(counters.misses)})", window="5m", unit="ratio",
-                 source=f"{FSCACHE_SOURCE}; {counters.why}",
+    ratios = [f"({total(c.hits)}) / ({total(c.hits)} + {total(c.misses)})" for c in counters]
+    shown = "; ".join(f"{c.kernels}: {c.formula}" for c in counters)
+    return Query(name=FSCACHE_HIT_RATIO, measures="FS-Cache reads served / all reads over the window, by the counters "
+                                                  "the host's kernel prints",
+                 expr=" or ".join(f"({r})" for r in ratios) if len(ratios) > 1 else ratios[0], window="5m",
+                 unit="ratio", source=f"{FSCACHE_SOURCE}; by kernel: {shown} (why each: storage.shared.fscache."
+                                      "counters)",
                  recorded="instance:clustersmith_fscache_read_hit_ratio:increase5m")
 
 

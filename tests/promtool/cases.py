@@ -150,38 +150,67 @@ def hit_ratio_tests(bp: Blueprint) -> list[dict[str, Any]]:
 FSCACHE_PASS_MINUTES = 5  # the first (uncached) read pass of the cache check, before the second pass begins
 
 
-def fscache_counters(bp: Blueprint, second_pass: float | None, n: int) -> list[dict[str, str]]:
-    """The exporter's FS-Cache counters (clustersmith_fscache_events_total{line, key}, one series per counter the plan
-    names) over ``n`` steps: a first pass of FSCACHE_PASS_MINUTES whose 10000 reads a step all miss, then a second pass
-    of which ``second_pass`` are hits. The misses are split over the plan's miss counters (NFS: IO wr and NoSpace nwr)
-    and the hits over its hit counters, so the rule must sum them. ``second_pass`` None: no reads at all (flat
+def fscache_counters(bp: Blueprint, second_pass: float | None, n: int, era: int = 0) -> list[dict[str, str]]:
+    """The exporter's FS-Cache counters (clustersmith_fscache_events_total{line, key}) over ``n`` steps, as a kernel of
+    the plan's counter set ``era`` prints them (sets newest first): a first pass of FSCACHE_PASS_MINUTES whose 10000
+    reads a step all miss, then a second pass of which ``second_pass`` are hits. The misses are split over the set's
+    miss counters (NFS up to 6.10: IO wr and NoSpace nwr) and the hits over its hit counters, so the rule must sum them.
+    The counters of the older kernels' sets that this one's do not name move too, as if every read of the second pass
+    were a hit there (a 6.12 file also prints the IO line NFS was judged by up to 6.10): a rule that judged by them
+    instead of the newest set the kernel prints would stay quiet. ``second_pass`` None: no reads at all (flat
     counters: 0 / 0, no ratio)."""
-    counters = bp.storage.shared.fscache.counters  # type: ignore[union-attr]
+    sets = bp.storage.shared.fscache.counters  # type: ignore[union-attr]
     first = _steps(FSCACHE_PASS_MINUTES)
     per_step = 10000.0
 
-    out = []
-    for line, key in counters.hits:
-        segments = [(0.0, n)] if second_pass is None else [(0.0, first), (per_step * second_pass / len(counters.hits),
-                                                                          n - first)]
-        out.append(series("clustersmith_fscache_events_total", {"instance": INSTANCE, "line": line, "key": key},
-                          counter(segments)))
-    for line, key in counters.misses:
-        segments = [(0.0, n)] if second_pass is None else [(per_step / len(counters.misses), first),
-                                                           (per_step * (1 - second_pass) / len(counters.misses),
-                                                            n - first)]
-        out.append(series("clustersmith_fscache_events_total", {"instance": INSTANCE, "line": line, "key": key},
-                          counter(segments)))
+    def moving(pairs: tuple[tuple[str, str], ...], first_pass: float, later: float) -> list[dict[str, str]]:
+        if not pairs:
+            return []
+        segments = [(0.0, n)] if second_pass is None else [(first_pass / len(pairs), first), (later / len(pairs),
+                                                                                             n - first)]
+        return [series("clustersmith_fscache_events_total", {"instance": INSTANCE, "line": line, "key": key},
+                       counter(segments)) for line, key in pairs]
+
+    judged = sets[era]
+    ratio = second_pass or 0.0
+    out = moving(judged.hits, 0.0, per_step * ratio) + moving(judged.misses, per_step, per_step * (1 - ratio))
+    named = set(judged.hits) | set(judged.misses)
+    for older in sets[era + 1:]:
+        out += moving(tuple(c for c in older.hits if c not in named), 0.0, per_step)
+        out += moving(tuple(c for c in older.misses if c not in named), per_step, 0.0)
+        named |= set(older.hits) | set(older.misses)
     return out
 
 
 def fscache_hit(bp: Blueprint, a: AlertRule) -> Case:
     """The second pass just under the plan's floor fires once it has held for the alert's for:; just over it, the first
-    pass's misses (ratio 0, shorter than for:) raise nothing."""
+    pass's misses (ratio 0, shorter than for:) raise nothing. Counted as the newest kernels print them."""
     after = FSCACHE_PASS_MINUTES + 5 + _minutes(a.for_) + 3
     n = _steps(after + 5)
     return Case(a, fscache_counters(bp, a.threshold - 0.005, n), fscache_counters(bp, a.threshold + 0.005, n),
                 {"instance": INSTANCE}, after)
+
+
+def fscache_kernel_tests(bp: Blueprint, rendered: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """FsCacheHitRatioLow fires on a kernel of each older counter set too (the rule's `or` falls through to the set the
+    kernel prints), and stays quiet just over the floor."""
+    alert = next((a for a in bp.monitoring.alerts if a.name == "FsCacheHitRatioLow"), None)
+    if alert is None:
+        return []
+    after = FSCACHE_PASS_MINUTES + 5 + _minutes(alert.for_) + 3
+    n = _steps(after + 5)
+    rule = rendered[alert.name]
+    fired = [{"exp_labels": {"instance": INSTANCE, **rule["labels"]}, "exp_annotations": rule["annotations"]}]
+    sets = bp.storage.shared.fscache.counters  # type: ignore[union-attr]
+    tests = []
+    for era in range(1, len(sets)):
+        for ratio, expected in ((alert.threshold - 0.005, fired), (alert.threshold + 0.005, [])):
+            tests.append({"name": f"{alert.name} {'fires' if expected else 'stays quiet'} on kernels "
+                                  f"{sets[era].kernels}", "interval": f"{STEP_S}s",
+                          "input_series": fscache_counters(bp, ratio, n, era),
+                          "alert_rule_test": [{"eval_time": f"{after}m", "alertname": alert.name,
+                                               "exp_alerts": expected}]})
+    return tests
 
 
 def fscache_idle_tests(bp: Blueprint) -> list[dict[str, Any]]:
@@ -370,6 +399,6 @@ def test_file(bp: Blueprint, rule_files: list[str], rendered: dict[str, dict[str
                 "alert_rule_test": [{"eval_time": f"{case.eval_minutes}m", "alertname": case.alert.name,
                                      "exp_alerts": expected}],
             })
-    tests += hit_ratio_tests(bp) + fscache_idle_tests(bp)
+    tests += hit_ratio_tests(bp) + fscache_idle_tests(bp) + fscache_kernel_tests(bp, rendered)
     tests += ceph_recording_tests(bp, rendered)
     return {"rule_files": rule_files, "evaluation_interval": EVALUATION_INTERVAL, "tests": tests}

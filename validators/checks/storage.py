@@ -24,7 +24,7 @@ from validators.fio import (
     merged_percentile,
     worst_percentile,
 )
-from validators.fscache import delta, parse_stats
+from validators.fscache import choose, delta, parse_stats
 from validators.outcome import Coverage, Detail, Measurement, Reference, Series
 from validators.results import FioWorkloadResults, Results
 
@@ -262,24 +262,25 @@ def mixed(check: Check, results: Results, planned: Planned) -> Measurement:
 @rule("cache.fscache_hit_ratio",
       measures="FS-Cache read hit ratio of the `cache_read` workload's second buffered read pass of the shared mount "
                "(the first pass fills the cache) on each GPU node: hits / (hits + misses) between the "
-               "`/proc/fs/fscache/stats` counters read before and after each pass (the counters the plan names, "
-               "`args.hits` and `args.misses`); the worst node counts",
+               "`/proc/fs/fscache/stats` counters read before and after each pass (the counters the plan names per "
+               "kernel range, `args.counters`: the first set the node's kernel prints); the worst node counts",
       passes=f"the planner's FS-Cache hit-ratio floor (its formula is in `plan.yaml`); {FIO_JOB_ERROR}",
       setup_error=fio_setup_error("cache_read", "a node without its three counter readings "
-                                  "(`fio/cache_read/<host>.fscache.0`, `.1`, `.2`) or with counters that do not parse",
+                                  "(`fio/cache_read/<host>.fscache.0`, `.1`, `.2`), with counters that do not "
+                                  "parse or that print none of the plan's counter sets",
                                   "a node whose second pass counted no FS-Cache read (the mount has no `fsc`, or "
                                   "cachefilesd binds no cache)"))
 def fscache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measurement:
-    """Per GPU node: the FS-Cache counters the plan names (args.hits, args.misses) before the first read pass and after
-    each; the verdict is the worst node's hit ratio of the second pass, which the first pass filled the cache for."""
+    """Per GPU node: the FS-Cache counters the plan names for its kernel (args.counters, `choose`) before the first
+    read pass and after each; the verdict is the worst node's hit ratio of the second pass, which the first pass filled
+    the cache for."""
     found = _workload(check, results, planned)
     if isinstance(found, Measurement):
         return found
     coverage, notes = _coverage(found, planned)
     args = args_as(check.args, FioArgs)
-    hits, misses = args.hit_counters, args.miss_counters
     folder = f"fio/{args.workload}"
-    details, wrong = [], []
+    details, wrong, used = [], [], []
     for host in sorted(found.runs):
         try:
             read = [parse_stats(text, f"{folder}/{host}.fscache.{i}") if (text := results.text(
@@ -290,28 +291,29 @@ def fscache_hit_ratio(check: Check, results: Results, planned: Planned) -> Measu
                 continue
             before, first, second = (r for r in read if r is not None)
             source = f"{folder}/{host}.fscache"
+            chosen = choose(args.counters, [before, first, second], source)
+            hits, misses = chosen.hit_counters, chosen.miss_counters
             h1, m1 = delta(before, first, hits, source), delta(before, first, misses, source)
             h2, m2 = delta(first, second, hits, source), delta(first, second, misses, source)
         except ParseError as exc:
             wrong.append(f"{host}: " + "; ".join(pr.message for pr in exc.problems))
             continue
         if h2 + m2 <= 0:
-            wrong.append(f"{host}: the second pass counted no FS-Cache read (hits + misses rose by 0): the mount has "
-                         "no fsc, or no cache is bound (cachefilesd)")
+            wrong.append(f"{host}: the second pass counted no FS-Cache read ({chosen.formula}: hits + misses rose by "
+                         "0): the mount has no fsc, or no cache is bound (cachefilesd)")
             continue
+        used.append(f"{host}: {chosen.kernels}, {chosen.formula}")
         first_ratio = f"{h1 / (h1 + m1):.3f}" if h1 + m1 > 0 else "none counted"
         details.append(Detail(where=host, value=h2 / (h2 + m2), unit="ratio",
                               note=f"second pass: hits +{plain(h2)}, misses +{plain(m2)}; first pass: hits "
-                                   f"+{plain(h1)}, misses "
-                                   f"+{plain(m1)} (ratio {first_ratio})"))
+                                   f"+{plain(h1)}, misses +{plain(m1)} (ratio {first_ratio}); counted as on kernels "
+                                   f"{chosen.kernels}"))
     if wrong:
         return Measurement(coverage=(coverage,), details=tuple(details), setup_error="; ".join(wrong),
                            failed_runs=_failures(found))
-    shown = " + ".join(f"{a} {b}" for a, b in hits)
     return Measurement(value=min(d.value or 0.0 for d in details), details=tuple(details), coverage=(coverage,),
-                       notes=(f"worst node's second-pass ratio {shown} / ({shown} + "
-                              f"{' + '.join(f'{a} {b}' for a, b in misses)}), from /proc/fs/fscache/stats",
-                              *_system(check), *notes), failed_runs=_failures(found))
+                       notes=("worst node's second-pass ratio, from /proc/fs/fscache/stats by the counters its kernel "
+                              "prints: " + "; ".join(used), *_system(check), *notes), failed_runs=_failures(found))
 
 
 def _system(check: Check) -> tuple[str, ...]:

@@ -64,7 +64,11 @@ def test_every_alert_fires_past_its_threshold_and_not_below(example: Path, tmp_p
                for r in g["rules"] if "alert" in r}
     doc = cases.test_file(bp, rule_files, written)
     ceph_whole = 3 if bp.storage.ceph is not None else 0  # the recordings against every Ceph alert
-    extra = len(cases.hit_ratio_tests(bp)) + len(cases.fscache_idle_tests(bp))  # dm-cache's ratio, FS-Cache's idle
+    # dm-cache's ratio; FS-Cache's idle node and its older kernels' counter sets (a firing and a quiet test each)
+    extra = len(cases.hit_ratio_tests(bp)) + len(cases.fscache_idle_tests(bp)) + len(
+        cases.fscache_kernel_tests(bp, written))
+    fscache = bp.storage.shared.fscache
+    assert len(cases.fscache_kernel_tests(bp, written)) == (0 if fscache is None else 2 * (len(fscache.counters) - 1))
     assert len(doc["tests"]) == 2 * len(bp.monitoring.alerts) + extra + ceph_whole
     names = {a.name for a in bp.monitoring.alerts}
     assert ("CacheHitRatioLow" in names) == (bp.storage.cache is not None) == bool(cases.hit_ratio_tests(bp))
