@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Report NVMe-oF subsystems as the host sees them: ``nvme list-subsys`` plus what sysfs adds (the I/O
-policy, each path's timers, the multipath namespace devices). Read-only (``changed`` is always false).
+policy, each path's timers and whether it authenticates with DH-CHAP, the multipath namespace devices). Read-only
+(``changed`` is always false); a secret is never read into the result, only whether one is set.
 
 Ansible module (``nvme_subsys_info``): used by the role's verify and by tests; the parsing is unit-tested
 on output recorded from the lab (tests/fixtures/nvmeof/).
@@ -44,6 +45,10 @@ class PathInfo:
     reconnect_delay: int | None = None
     fast_io_fail_tmo: int | None = None
     kato: int | None = None
+    # DH-CHAP: the host authenticates with a secret (dhchap_secret), and checks the target's (dhchap_ctrl_secret,
+    # bidirectional); None where the kernel has no such attribute (no CONFIG_NVME_AUTH, as Debian's 6.1)
+    host_authenticated: bool | None = None
+    target_authenticated: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +82,14 @@ def parse_list_subsys(text: str) -> list[SubsystemInfo]:
     return found
 
 
+def secret_set(attribute: Path) -> bool | None:
+    """Whether a controller's DH-CHAP secret attribute holds a secret: the kernel prints "none" for no secret
+    (drivers/nvme/host/sysfs.c, nvme_ctrl_dhchap_secret_show); None: the attribute does not exist."""
+    if not attribute.exists():
+        return None
+    return read_attribute(attribute) not in ("", "none")
+
+
 def with_sysfs(sub: SubsystemInfo, sysfs: Path) -> SubsystemInfo:
     """Fill in what list-subsys leaves out, from /sys/class/nvme-subsystem and /sys/class/nvme."""
 
@@ -88,7 +101,9 @@ def with_sysfs(sub: SubsystemInfo, sysfs: Path) -> SubsystemInfo:
             path, ctrl_loss_tmo=parse_timer(read_attribute(ctrl / "ctrl_loss_tmo")),
             reconnect_delay=parse_timer(read_attribute(ctrl / "reconnect_delay")),
             fast_io_fail_tmo=parse_timer(read_attribute(ctrl / "fast_io_fail_tmo")),
-            kato=parse_timer(read_attribute(ctrl / "kato"))))
+            kato=parse_timer(read_attribute(ctrl / "kato")),
+            host_authenticated=secret_set(ctrl / "dhchap_secret"),
+            target_authenticated=secret_set(ctrl / "dhchap_ctrl_secret")))
     namespaces = tuple(sorted(f"/dev/{p.name}" for p in folder.glob("nvme*n*") if HEAD.match(p.name)))
     return dataclasses.replace(sub, iopolicy=read_attribute(folder / "iopolicy") or sub.iopolicy, paths=tuple(paths),
                                namespaces=namespaces)

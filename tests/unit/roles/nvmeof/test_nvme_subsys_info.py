@@ -58,3 +58,17 @@ def test_sysfs_attributes_that_cannot_be_read_are_unknown_not_a_failure(tmp_path
     assert {(p.ctrl_loss_tmo, p.reconnect_delay, p.fast_io_fail_tmo, p.kato) for p in full.paths} == {
         (None, None, None, None)}
     assert full.namespaces == ()
+
+
+def test_dhchap_is_reported_as_set_or_not_never_as_the_secret(tmp_path: Path) -> None:
+    """The kernel prints "none" for a controller without a secret (drivers/nvme/host/sysfs.c,
+    nvme_ctrl_dhchap_secret_show) and has no attribute at all without CONFIG_NVME_HOST_AUTH (Debian's 6.1): the path
+    says whether it authenticates, and the secret stays out of the result."""
+    sub = info.parse_list_subsys((FIXTURES / "nvme-list-subsys.json").read_text())[0]
+    root = sysfs_tree(tmp_path)
+    (root / "class" / "nvme" / "nvme0" / "dhchap_secret").write_text("DHHC-1:00:c2VjcmV0:\n")
+    (root / "class" / "nvme" / "nvme0" / "dhchap_ctrl_secret").write_text("none\n")
+    full = info.with_sysfs(sub, root)
+    assert [(p.name, p.host_authenticated, p.target_authenticated) for p in full.paths] == [
+        ("nvme0", True, False), ("nvme1", None, None)]
+    assert "DHHC-1" not in str(info.as_dict(full))

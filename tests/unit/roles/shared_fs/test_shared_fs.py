@@ -11,12 +11,11 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
 
 from blueprints.loader import parse_requirements
 from blueprints.planner import plan
 from blueprints.rolevars.shared_fs import role_vars
+from tests.roles import templates
 from tests.roles.library import load
 from tests.stacks.test_stacks_every_pair import PROVIDERS
 
@@ -41,23 +40,9 @@ DOCUMENTED = {
 }
 
 
-def _trusted(value: Any) -> Any:
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {k: _trusted(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_trusted(v) for v in value]
-    return value
-
-
 def render(template: str, role: dict[str, Any], host: dict[str, Any]) -> str:
     """``templates/<template>`` as Ansible renders it on ``host`` with the role's group_vars ``role``."""
-    variables = {**yaml.safe_load((ROLE / "defaults/main.yml").read_text()),
-                 **yaml.safe_load((ROLE / "vars/main.yml").read_text()), **role, **host,
-                 "ansible_managed": "Ansible managed"}
-    templar = Templar(loader=DataLoader(), variables={k: _trusted(v) for k, v in variables.items()})
-    return str(templar.template(trust_as_template((ROLE / "templates" / template).read_text())))
+    return templates.render("shared_fs", template, role, host)
 
 
 def unit(text: str) -> dict[str, str]:
@@ -207,10 +192,7 @@ def test_the_lab_mounts_cephfs_from_its_monitor_with_fscache() -> None:
 
 def role_value(expression: str, role: dict[str, Any], folder: Path = ROLE) -> str:
     """``expression`` as the role's variables evaluate it (the role in ``folder``), with the group_vars ``role``."""
-    variables = {**yaml.safe_load((folder / "defaults/main.yml").read_text()),
-                 **yaml.safe_load((folder / "vars/main.yml").read_text()), **role}
-    templar = Templar(loader=DataLoader(), variables={k: _trusted(v) for k, v in variables.items()})
-    return str(templar.template(trust_as_template(expression)))
+    return templates.evaluate(folder, expression, role)
 
 
 # `systemd-escape --path --suffix=mount PATH` (systemd 252, Debian bookworm) for each path, as it printed them
