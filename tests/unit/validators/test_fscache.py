@@ -115,3 +115,21 @@ def test_the_recorded_612_step_is_counted_by_the_netfs_labels_of_611_and_later(l
         "later"] * 2
     before = parse_stats((RECORDED_612 / "fio" / "cache_read" / "client-1.fscache.0").read_text(), "client-1")
     assert ("RdHelp", "RD") not in before and ("Netfs", "RD") not in before and before[("Reads", "WB")] == 8192
+
+
+NFS_612 = REPO / "tests" / "fixtures" / "fscache" / "nfs-6.12-lab"
+
+
+def test_nfs_on_612_reads_through_netfs_and_is_counted_by_its_labels() -> None:
+    """The lab's external-NFS proof on 6.12 (tests/fixtures/fscache/README.md): NFS reads through netfs there, so the
+    plan's NFS sets pick the 6.11-and-later one (CaRdOps RD / DownOps DL), not the IO line NFS was judged by up to
+    6.10; the first pass downloads every subrequest, the second reads them all from the cache."""
+    bp = plan(load_requirements(REPO / "tests" / "fixtures" / "lab" / "external-nfs.yaml"))
+    check = next(c for c in bp.acceptance.checks if c.id == CHECK)
+    before, first, second = (parse_stats((NFS_612 / f"client-1.fscache.{i}").read_text(), f"client-1.fscache.{i}")
+                             for i in range(3))
+    chosen = choose(args_as(check.args, FioArgs).counters, [before, first, second], "client-1")
+    assert chosen.kernels == "6.11 and later" and chosen.formula == "CaRdOps RD / (CaRdOps RD + DownOps DL)"
+    hits, misses = chosen.hit_counters, chosen.miss_counters
+    assert (delta(before, first, hits, "1"), delta(before, first, misses, "1")) == (0, 64)
+    assert (delta(first, second, hits, "2"), delta(first, second, misses, "2")) == (64, 0)
