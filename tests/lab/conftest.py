@@ -37,8 +37,9 @@ from tests.conftest import BIN
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/lab.yaml"
-# Which kernel the example lab boots: unset, what examples/lab.yaml plans (target.kernel's default); set (bookworm or
-# bookworm-backports), a copy of the example with that target.kernel, to run the tier on another kernel.
+# Which kernel the example lab boots: unset, what examples/lab.yaml plans (bookworm-backports, 6.12: decision 0009);
+# set (bookworm or bookworm-backports), a copy of the example with that target.kernel, to run the tier on another
+# kernel (CLUSTERSMITH_LAB_KERNEL=bookworm make test-lab: 6.1).
 LAB_KERNEL_ENV = "CLUSTERSMITH_LAB_KERNEL"
 # Lab test modules run in this order: the interrupted one-VM lab, then on the example lab its own tests (the guests
 # as they booted), the role scenarios (they converge it role by role), site.yml and what needs the whole lab

@@ -21,12 +21,19 @@ MIRROR = "http://deb.debian.org/debian"
 
 
 def lab_spec(**target: object) -> str:
+    """examples/lab.yaml without its kernel (the spec's default), or with ``target``'s fields."""
     spec = yaml.safe_load((REPO / "examples" / "lab.yaml").read_text())
+    spec["target"].pop("kernel", None)
     spec["target"].update(target)
     return yaml.safe_dump(spec)
 
 
-def test_the_default_lab_boots_bookworm_6_1_and_plans_allowed_hosts_only() -> None:
+def test_the_example_lab_boots_612_decision_0009() -> None:
+    bp = plan(parse_requirements((REPO / "examples" / "lab.yaml").read_text()))
+    assert bp.lab is not None and bp.lab.image.kernel.value.release_series == "6.12"
+
+
+def test_a_lab_without_a_kernel_boots_bookworm_6_1_and_plans_allowed_hosts_only() -> None:
     bp = plan(parse_requirements(lab_spec()))
     assert bp.lab is not None and bp.storage.nvmeof is not None
     kernel = bp.lab.image.kernel
