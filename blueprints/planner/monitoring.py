@@ -126,7 +126,7 @@ def fscache_query(counters: tuple[FsCacheCounters, ...]) -> Query:
     shown = "; ".join(f"{c.kernels}: {c.formula}" for c in counters)
     return Query(name=FSCACHE_HIT_RATIO, measures="FS-Cache reads served / all reads over the window, by the counters "
                                                   "the host's kernel prints",
-                 expr=" or ".join(f"({r})" for r in ratios) if len(ratios) > 1 else ratios[0], window="5m",
+                 expr=" or ".join(f"({r})" for r in ratios), window="5m",
                  unit="ratio", source=f"{FSCACHE_SOURCE}; by kernel: {shown} (why each: storage.shared.fscache."
                                       "counters)",
                  recorded="instance:clustersmith_fscache_read_hit_ratio:increase5m")
