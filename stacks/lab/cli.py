@@ -93,8 +93,12 @@ def print_status(console: Console, status: state.LabStatus) -> None:
         table.add_column(column)
     for host in status.hosts:
         rails = ", ".join(f"{r.netdev} {r.address} {'up' if r.link_up else 'DOWN'}" for r in host.rails)
-        table.add_row(host.name, host.role, host.power, f"127.0.0.1:{host.ssh_port}", rails)
+        power = f"{host.power} (kernel panic)" if host.panic else host.power
+        table.add_row(host.name, host.role, power, f"127.0.0.1:{host.ssh_port}", rails)
     console.print(table)
+    for host in status.hosts:
+        if host.panic:  # its console log names the rest: lab/logs/<host>.console.log
+            console.print(f"{host.name}: the guest kernel panicked:\n{host.panic}", markup=False, highlight=False)
 
 
 @click.group("lab")

@@ -152,6 +152,7 @@ class Lab:
                     role=host.role,
                     ssh_port=host.ssh_port,
                     power=power,
+                    panic=vm.kernel_panic(vm.console_text(host)),
                     rails=tuple(
                         state.RailStatus(name=n.rail_name, netdev=n.netdev, address=n.address, link_up=n.link_up)
                         for n in host.rails

@@ -128,6 +128,7 @@ class HostStatus(_Model):
     ssh_port: int
     power: Power
     rails: tuple[RailStatus, ...]
+    panic: str = ""  # the guest kernel's panic from its console (vm.kernel_panic), "" when it shows none
 
 
 class LabStatus(_Model):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -155,9 +156,34 @@ def remove_disks(host: HostState) -> None:
         disk.path.unlink(missing_ok=True)
 
 
-def console_tail(host: HostState, lines: int = 30) -> str:
+# what a guest kernel prints when it dies: the oops or BUG that starts it, the task and work queue it hit, the
+# instruction, and the panic itself ("Kernel panic - not syncing: Fatal exception in interrupt")
+_DEATH = re.compile(r"^\[\s*\d+\.\d+\]\s+((?:Oops|BUG|Kernel panic - not syncing|Workqueue|RIP|CPU: \d+ .*Comm):? .*)$")
+
+
+def kernel_panic(console: str) -> str:
+    """The guest kernel's panic in its console text, one line per fact (oops, task, work queue, instruction, panic),
+    or "" when the console shows none. The lab boots with ``panic=-1`` and ``-no-reboot``: a panicked guest's QEMU
+    exits, so ``lab status`` says "stopped" and SSH is refused; this says why
+    (tests/fixtures/lab/panic-rxe-6.12-ci.txt is a real one)."""
+    if "Kernel panic - not syncing" not in console:
+        return ""
+    facts: list[str] = []
+    for line in console.splitlines():
+        if (found := _DEATH.match(line)) and (fact := found.group(1)) not in facts:
+            facts.append(fact)
+            if fact.startswith("Kernel panic"):
+                break
+    return "\n".join(facts)
+
+
+def console_text(host: HostState) -> str:
     try:
-        text = Path(host.console_log).read_text(errors="replace")
+        return Path(host.console_log).read_text(errors="replace")
     except OSError:
-        return "(no console log)"
-    return "\n".join(text.splitlines()[-lines:])
+        return ""
+
+
+def console_tail(host: HostState, lines: int = 30) -> str:
+    text = console_text(host)
+    return "\n".join(text.splitlines()[-lines:]) if text else "(no console log)"

@@ -15,6 +15,7 @@ they fail it, since CI must prove the lab. One lab per session, torn down whatev
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import os
@@ -37,9 +38,9 @@ from tests.conftest import BIN
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/lab.yaml"
-# Which kernel the example lab boots: unset, what examples/lab.yaml plans (bookworm-backports, 6.12: decision 0009);
-# set (bookworm or bookworm-backports), a copy of the example with that target.kernel, to run the tier on another
-# kernel (CLUSTERSMITH_LAB_KERNEL=bookworm make test-lab: 6.1).
+# Which kernel the example lab boots: unset, what examples/lab.yaml plans (bookworm, 6.1: decision 0010); set
+# (bookworm or bookworm-backports), a copy of the example with that target.kernel, to run the tier on another kernel
+# (CLUSTERSMITH_LAB_KERNEL=bookworm-backports make test-lab: 6.12, with DH-CHAP).
 LAB_KERNEL_ENV = "CLUSTERSMITH_LAB_KERNEL"
 # Lab test modules run in this order: the interrupted one-VM lab, then on the example lab its own tests (the guests
 # as they booted), the role scenarios (they converge it role by role), site.yml and what needs the whole lab
@@ -59,6 +60,8 @@ TOOLS = {
     "apt-get": "apt",
 }
 TIMINGS: dict[str, float] = {}
+# guests whose kernel panicked during the session (their QEMU exits: every later SSH to them is refused), by name
+PANICS: dict[str, str] = {}
 # What a bound measured in the lab may exceed its planned value by: TCG guests on a loaded 2-core machine fire
 # timers late, and a check that polls over SSH sees a change seconds after it happened.
 TCG_MARGIN_S = 20
@@ -159,6 +162,8 @@ def example_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleLab
             TIMINGS[f"boot to SSH: {host.name}"] = host.boot_seconds or 0.0
         yield ExampleLab(load_blueprint(folder), folder, the_lab)
     finally:
+        with contextlib.suppress(Exception):  # a lab that never came up has no status to read
+            PANICS.update({h.name: h.panic for h in Lab.attach(folder).status().hosts if h.panic})
         run([sys.executable, "-m", "blueprints", "lab", "down", folder], timeout=600)
 
 
@@ -267,6 +272,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if PANICS:
+        terminalreporter.section("guest kernel panics (the failures after one are its consequence)", red=True)
+        for name, panic in PANICS.items():
+            terminalreporter.write_line(f"{name}:\n{panic}")
     if TIMINGS:
         terminalreporter.section("lab timings")
         for name, value in TIMINGS.items():  # seconds, or a count (an int: what the lab's kernel logged)

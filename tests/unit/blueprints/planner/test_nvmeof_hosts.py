@@ -45,12 +45,12 @@ def test_nqns_are_stable_across_plans_and_differ_between_clusters() -> None:
     assert not {h.hostid for h in first} & {h.hostid for h in second}
 
 
-def test_the_example_labs_612_kernel_authenticates_so_it_plans_dhchap() -> None:
-    """examples/lab.yaml boots 6.12 (decision 0009), which has CONFIG_NVME_TARGET_AUTH; a lab on 6.1, which has not,
-    plans allowed hosts only (tests/unit/stacks/lab/test_kernel_choice.py)."""
+def test_the_example_labs_6_1_kernel_cannot_authenticate_so_it_plans_allowed_hosts_only() -> None:
+    """examples/lab.yaml boots 6.1 (decision 0010), which has no CONFIG_NVME_TARGET_AUTH; a lab on 6.12, which has,
+    plans DH-CHAP (tests/unit/stacks/lab/test_kernel_choice.py)."""
     bp = plan_file(REPO / "examples" / "lab.yaml")
     assert bp.storage.nvmeof is not None
-    assert bp.storage.nvmeof.auth.value == "dhchap"
+    assert bp.storage.nvmeof.auth.value == "none"
     assert "CONFIG_NVME_TARGET_AUTH" in bp.storage.nvmeof.auth.derived_from.formula
 
 

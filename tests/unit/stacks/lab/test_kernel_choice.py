@@ -28,9 +28,9 @@ def lab_spec(**target: object) -> str:
     return yaml.safe_dump(spec)
 
 
-def test_the_example_lab_boots_612_decision_0009() -> None:
+def test_the_example_lab_boots_6_1_decision_0010() -> None:
     bp = plan(parse_requirements((REPO / "examples" / "lab.yaml").read_text()))
-    assert bp.lab is not None and bp.lab.image.kernel.value.release_series == "6.12"
+    assert bp.lab is not None and bp.lab.image.kernel.value.release_series == "6.1"
 
 
 def test_a_lab_without_a_kernel_boots_bookworm_6_1_and_plans_allowed_hosts_only() -> None:
