@@ -32,3 +32,14 @@ def long_integer(value: int) -> str:
 def counted(n: int, one: str, many: str = "") -> str:
     """``n`` and its noun: counted(1, "node") -> "1 node", counted(2, "leaf", "leaves") -> "2 leaves"."""
     return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def usd(amount: float) -> str:
+    """US dollars to the cent with thousands separators: 112721.92 -> "$112,721.92"."""
+    return f"${amount:,.2f}"
+
+
+def quantity(q: float, one: str, many: str = "") -> str:
+    """``q`` and its unit: a whole number counted (quantity(2048, "instance") -> "2048 instances"), any other
+    positional (quantity(0.5, "GiB") -> "0.5 GiB")."""
+    return counted(int(q), one, many) if q == int(q) else f"{plain(q)} {one}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from rich.console import Console, Group
@@ -11,6 +12,7 @@ from blueprints.blueprint import AcceptancePlan, Blueprint, FioFootprint, Traced
 from blueprints.figures import plain
 from blueprints.fleet_plan import FleetsPlan
 from blueprints.summary_ceph import ceph_tables
+from blueprints.summary_costs import costs_table, stale_rows
 
 
 def _t(value: Traced[Any]) -> str:
@@ -120,6 +122,7 @@ def summary(bp: Blueprint) -> Group:
                           checks]
     if bp.acceptance.footprint is not None:
         parts.append(_footprint(bp.acceptance.footprint, bp.acceptance))
+    parts.append(costs_table(bp.costs))
     return Group(*parts)
 
 
@@ -176,7 +179,9 @@ def _footprint(f: FioFootprint, plan: AcceptancePlan) -> Table:
     return table
 
 
-def print_summary(bp: Blueprint, console: Console) -> None:
+def print_summary(bp: Blueprint, console: Console, today: date | None = None) -> None:
     console.print(summary(bp))
     for note in bp.notes:
         console.print(f"[yellow]note:[/] {note}")
+    for stale in stale_rows(bp.costs, today or date.today()):
+        console.print(f"[yellow]warning:[/] {stale}")

@@ -49,21 +49,21 @@ from blueprints.blueprint.acceptance import (
     BUFFERED_WORKLOAD, AcceptancePlan, Check, FioFootprint, FioWorkload, ScratchArea, ScratchFs,
 )
 from blueprints.blueprint.target import Provider, TargetPlan
+from blueprints.blueprint.costs import CostLine, CostPlan, PriceRow
 from blueprints.blueprint.format import BLUEPRINT_FORMAT, refuse_older
 # isort: on
 
 __all__ = [
     "BUFFERED_WORKLOAD", "ECT0", "AcceptancePlan", "AlertRule", "Blueprint", "CableRun", "CachePlan", "CephDaemons",
     "CephEcProfile", "CephLabException", "CephMount", "CephNetwork", "CephOsdGroup", "CephPlan", "CephPool",
-    "CephSetting", "Check", "ClientFs", "ClientSetting", "ComputePlan", "DcqcnPlan", "EcnThresholds", "EnvVar",
-    "EtsPlan", "FabricKind", "FabricPlan", "FioFootprint", "FioWorkload", "FsCacheCounters", "FsCachePlan",
-    "LosslessBuffersPlan", "ManagedFsPlan", "MonitoringAuth", "MonitoringPlan", "NcclPlan", "NvmeofHost",
-    "NvmeofPlan", "NvmeofSubsystem", "PfcWatchdogPlan", "ProtectionOption", "Provenance", "Provider", "QosPlan",
-    "Query", "RecordingRule", "RuleGroup",
-    "ScrapeJob", "ScrapeSet", "ScrapeTargets", "ScratchArea", "ScratchFs", "SharedCapability", "SharedFsPlan",
-    "StorageEngine", "StorageFabricPlan", "StoragePlan", "SwitchTier", "TargetPanel", "TargetPlan", "TierPlan", "Tool",
-    "Traced", "TrafficClassSlot", "WiredFabric", "WiringPlan", "blueprint_data", "dump_blueprint", "load_blueprint",
-    "traced",
+    "CephSetting", "Check", "ClientFs", "ClientSetting", "ComputePlan", "CostLine", "CostPlan", "DcqcnPlan",
+    "EcnThresholds", "EnvVar", "EtsPlan", "FabricKind", "FabricPlan", "FioFootprint", "FioWorkload", "FsCacheCounters",
+    "FsCachePlan", "LosslessBuffersPlan", "ManagedFsPlan", "MonitoringAuth", "MonitoringPlan", "NcclPlan", "NvmeofHost",
+    "NvmeofPlan", "NvmeofSubsystem", "PfcWatchdogPlan", "PriceRow", "ProtectionOption", "Provenance", "Provider",
+    "QosPlan", "Query", "RecordingRule", "RuleGroup", "ScrapeJob", "ScrapeSet", "ScrapeTargets", "ScratchArea",
+    "ScratchFs", "SharedCapability", "SharedFsPlan", "StorageEngine", "StorageFabricPlan", "StoragePlan", "SwitchTier",
+    "TargetPanel", "TargetPlan", "TierPlan", "Tool", "Traced", "TrafficClassSlot", "WiredFabric", "WiringPlan",
+    "blueprint_data", "dump_blueprint", "load_blueprint", "traced",
 ]
 
 
@@ -93,6 +93,8 @@ class Blueprint(Frozen):
     storage: StoragePlan
     monitoring: MonitoringPlan
     acceptance: AcceptancePlan
+    costs: CostPlan = Field(description="What each part costs an hour and a month, from the price catalogue, and "
+                                        "the parts no published price covers")
     lab: LabPlan | None = None
     notes: tuple[str, ...] = Field(default=(), description="Planner remarks worth reading")
 

@@ -129,6 +129,50 @@ class ManagedFileSystem(_Entry):
     large_step_above: Size | None = Field(default=None, description="Capacity above which large_step applies")
 
 
+PricePurchase = Literal["on_demand", "spot", "capacity_block"]
+PriceUnit = Literal["hour", "gb_month"]
+# a day, or the month or year where the source gives no day
+_READ = r"^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$"
+
+
+class Price(BaseModel):
+    """One price as read from a published page (prices.yaml), or a search that found none (``price: unknown``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Row key: <item>/<region>/<purchase>")
+    item: str = Field(description="What is priced, as the catalog names it: an instance type, a file system tier")
+    region: str = Field(description="Where the price holds; 'any' where the source does not say")
+    purchase: PricePurchase
+    unit: PriceUnit = Field(description="hour: per instance-hour; gb_month: per GB of provisioned capacity a month")
+    price: float | Literal["unknown"] = Field(description="US dollars per unit, or unknown")
+    source: str = Field(default="", description="What the page says and how the figure was read from it")
+    searched: str = Field(default="", description="For an unknown price: where it was looked for")
+    url: str = Field(pattern=r"^https://", description="The page read")
+    read: str = Field(pattern=_READ, description="When it was read: YYYY-MM-DD, or YYYY-MM / YYYY where no day")
+
+    @model_validator(mode="after")
+    def _said_why(self) -> Price:
+        if self.name != f"{self.item}/{self.region}/{self.purchase}":
+            raise ValueError(f"a price row is named <item>/<region>/<purchase>: {self.name!r}")
+        if self.price == "unknown" and len(self.searched) < 3:
+            raise ValueError(f"{self.name}: an unknown price says where it was searched for (searched)")
+        if self.price != "unknown" and (self.price <= 0 or len(self.source) < 3):
+            raise ValueError(f"{self.name}: a price is above 0 and names its source")
+        return self
+
+
+class Prices(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_age_days: int = Field(gt=0, description="A row read longer ago than this is a warning in plan")
+    rows: dict[str, Price]
+
+    def find(self, item: str, region: str | None, purchase: PricePurchase) -> Price | None:
+        """The row for ``item`` bought as ``purchase`` in ``region``, else one that holds in any region."""
+        return self.rows.get(f"{item}/{region}/{purchase}") or self.rows.get(f"{item}/any/{purchase}")
+
+
 class Catalog(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -140,6 +184,7 @@ class Catalog(BaseModel):
     storage_servers: dict[str, StorageServer]
     instance_types: dict[str, InstanceType]
     file_systems: dict[str, ManagedFileSystem]
+    prices: Prices
 
 
 _FILES = {
@@ -160,4 +205,9 @@ def load_catalog(folder: Path = _HERE) -> Catalog:
     for key, filename in _FILES.items():
         entries = yaml.safe_load((folder / filename).read_text()) or []
         data[key] = {e["name"]: e for e in entries}
+    prices = yaml.safe_load((folder / "prices.yaml").read_text())
+    rows = {r["name"]: r for r in prices["rows"]}
+    if len(rows) != len(prices["rows"]):
+        raise ValueError("prices.yaml: two rows share a name (<item>/<region>/<purchase>)")
+    data["prices"] = {**prices, "rows": rows}
     return Catalog.model_validate(data)

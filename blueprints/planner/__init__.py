@@ -16,6 +16,7 @@ from blueprints.catalog import Catalog, load_catalog
 from blueprints.planner.acceptance import plan_acceptance
 from blueprints.planner.compute import plan_compute
 from blueprints.planner.context import PlanContext
+from blueprints.planner.costs import plan_costs
 from blueprints.planner.fabric import plan_fabric
 from blueprints.planner.fleets import plan_fleets
 from blueprints.planner.hosts import host_groups
@@ -108,10 +109,12 @@ def plan(req: Requirements, catalog: Catalog | None = None, spec_file: str = "<s
         notes.append(f"azure: {fleets.count.value} scale sets, so {fleets.count.value} InfiniBand partitions; NCCL "
                      "has no InfiniBand path between them: a job must stay within one partition, and an NCCL run over "
                      "every GPU node (acceptance's) cannot use InfiniBand across them")
+    wiring = plan_wiring(ctx, compute, fabric, storage_fabric)
+    costs = plan_costs(ctx, compute, hosts, fleets, storage.managed, wiring)
     bp = Blueprint(
         name=req.metadata.name, spec_file=spec_file, spec_lines=spec_lines or {}, target=plan_target(req, network),
-        hosts=hosts, fleets=fleets, compute=compute, fabric=fabric,
-        storage_fabric=storage_fabric, wiring=plan_wiring(ctx, compute, fabric, storage_fabric), qos=qos, nccl=nccl,
-        storage=storage, monitoring=monitoring, acceptance=acceptance, lab=lab, notes=tuple(notes),
+        hosts=hosts, fleets=fleets, compute=compute, fabric=fabric, storage_fabric=storage_fabric, wiring=wiring,
+        qos=qos, nccl=nccl, storage=storage, monitoring=monitoring, acceptance=acceptance, costs=costs, lab=lab,
+        notes=tuple(notes),
     )
     return bp.model_copy(update={"spec_values": spec_values(bp, req)})

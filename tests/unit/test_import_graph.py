@@ -24,7 +24,7 @@ READS_SPEC = ("blueprints.spec", "blueprints.loader", "blueprints.planner", "blu
 DOWNSTREAM = ("blueprints.model", "blueprints.blueprint", "blueprints.hosts", "blueprints.lab_plan",
               "blueprints.fleet_plan", "blueprints.traced", "blueprints.render", "blueprints.commands",
               "blueprints.progress", "blueprints.rolevars", "blueprints.explain", "blueprints.summary",
-              "blueprints.summary_ceph", "blueprints.wiring", "stacks", "validators")
+              "blueprints.summary_ceph", "blueprints.summary_costs", "blueprints.wiring", "stacks", "validators")
 
 
 def _module_name(path: Path) -> str:
@@ -106,7 +106,8 @@ def test_the_graph_is_read() -> None:
 # blueprints.blueprint covers them all, and every one is downstream-importable like the root), and two modules the
 # nouns and the root build on: a check's typed arguments (read through the acceptance noun) and the file's format.
 BLUEPRINT_NOUNS = tuple(f"blueprints.blueprint.{n}" for n in (
-    "compute", "fabric", "wiring", "qos", "nccl", "storage", "ceph", "shared_fs", "monitoring", "acceptance", "target"))
+    "compute", "fabric", "wiring", "qos", "nccl", "storage", "ceph", "shared_fs", "monitoring", "acceptance", "target",
+    "costs"))
 BLUEPRINT_PARTS = ("blueprints.blueprint.check_args", "blueprints.blueprint.format")
 
 
@@ -194,6 +195,7 @@ LAYERS = (
     ("blueprints.spec", "blueprints.blueprint"),
     ("blueprints.loader", "blueprints.planner", "blueprints.rolevars", "blueprints.explain", "blueprints.summary",
      "blueprints.summary_ceph",  # plan's Ceph tables, read from the Blueprint like summary
+     "blueprints.summary_costs",  # plan's costs table and its stale-price warnings, read from the Blueprint
      "blueprints.wiring",  # the cabling table and port names, expanded from the Blueprint like its hosts
      "blueprints.secrets"),  # the cluster secrets store: reads the Blueprint for the names that need a secret
     ("blueprints.render",),

@@ -1,0 +1,134 @@
+"""Rule ``costs.*``: what each part of the design costs an hour and a month, from the price catalogue
+(blueprints/catalog/prices.yaml), and which parts no published price covers.
+
+Clouds: every host group's instances at the price of the way the fleets buy them (on demand, or a Capacity Block;
+a reservation's price is the user's contract, so unknown), and the managed file system per GB-month. Bare metal:
+servers and switches are bought, not rented: a list price amortised over a stated period plus power would price
+them, and the catalogue has neither, so each is named unpriced. The lab runs on this machine: nothing to price.
+"""
+
+from __future__ import annotations
+
+from blueprints import figures
+from blueprints.blueprint import ComputePlan, CostLine, CostPlan, ManagedFsPlan, PriceRow, WiringPlan
+from blueprints.blueprint.costs import HOURS_PER_MONTH, UNIT_PLURAL
+from blueprints.catalog import PricePurchase, Prices
+from blueprints.figures import counted, usd
+from blueprints.fleet_plan import FleetsPlan
+from blueprints.hosts import HostGroup
+from blueprints.planner.context import PlanContext
+from blueprints.spec import AwsTarget, AzureTarget, GcpTarget
+from blueprints.traced import Traced, traced
+
+PURCHASE: dict[str, PricePurchase | None] = {"on-demand": "on_demand", "capacity-block": "capacity_block",
+                                             "reservation": None}
+ROLE_PART = {"gpu_client": "GPU nodes", "storage_target": "storage servers", "monitoring": "monitoring host"}
+
+
+def _region(ctx: PlanContext) -> str | None:
+    t = ctx.req.target
+    return t.region if isinstance(t, (AwsTarget, GcpTarget, AzureTarget)) else None
+
+
+def _hosts_part(group: HostGroup) -> str:
+    names = group.names() if group.count <= 2 else [group.name(1), "..", group.name(group.count)]
+    return f"{ROLE_PART[group.role]} ({' '.join(names)})"
+
+
+def _row(prices: Prices, item: str, region: str | None, purchase: PricePurchase) -> tuple[PriceRow | None, str]:
+    found = prices.find(item, region, purchase)
+    if found is None:
+        return None, f"no row for {item} ({purchase}, {region or 'any region'}) in the price catalogue"
+    if found.price == "unknown":
+        return None, f"{found.name}: unknown ({found.searched})"
+    return PriceRow(name=found.name, price=found.price, unit=found.unit, source=found.source, url=found.url,
+                    read=found.read), ""
+
+
+def _cited(row: PriceRow) -> str:
+    return f"price row {row.name}, read {row.read} from {row.url}"
+
+
+def _priced(part: str, item: str, quantity: float, unit: str, purchase: str, row: PriceRow,
+            spec: tuple[str, ...]) -> CostLine:
+    units = figures.quantity(quantity, unit, UNIT_PLURAL.get(unit, ""))
+    if row.unit == "hour":
+        hour = quantity * row.price
+        per_hour = traced(hour, spec, "costs.instance_hours",
+                          f"{units} x {usd(row.price)}/h = {usd(hour)}/h ({_cited(row)})")
+        month = hour * HOURS_PER_MONTH
+        per_month = traced(month, spec, "costs.month",
+                           f"{usd(hour)}/h x {HOURS_PER_MONTH} h = {usd(month)}/month")
+    else:
+        month = quantity * row.price
+        per_month = traced(month, spec, "costs.gb_months",
+                           f"{units} x {usd(row.price)}/GB-month = {usd(month)}/month ({_cited(row)})")
+        hour = month / HOURS_PER_MONTH
+        per_hour = traced(hour, spec, "costs.month", f"{usd(month)}/month / {HOURS_PER_MONTH} h = {usd(hour)}/h")
+    return CostLine(part=part, item=item, quantity=quantity, unit=unit, purchase=purchase, row=row,
+                    per_hour=per_hour, per_month=per_month)
+
+
+def _cloud_hosts(ctx: PlanContext, group: HostGroup, fleets: FleetsPlan | None, compute: ComputePlan) -> CostLine:
+    part = _hosts_part(group)
+    capacity = fleets.capacity.source.value if fleets is not None and group.role == "gpu_client" else "on-demand"
+    purchase = PURCHASE[capacity]
+    bought = capacity.replace("-", "_")
+    if purchase is None:
+        return CostLine(part=part, item=group.node_type, quantity=group.count, unit="instance", purchase=bought,
+                        unknown="a reservation's price is the user's contract with the provider")
+    row, why = _row(ctx.catalog.prices, group.node_type, _region(ctx), purchase)
+    if row is None:
+        return CostLine(part=part, item=group.node_type, quantity=group.count, unit="instance", purchase=bought,
+                        unknown=why)
+    spec = (*compute.nodes.derived_from.spec, "target.region") if group.role == "gpu_client" else (
+        "target.provider", "target.region")
+    return _priced(part, group.node_type, group.count, "instance", bought, row, spec)
+
+
+def _file_system(ctx: PlanContext, managed: ManagedFsPlan) -> CostLine:
+    part = f"managed file system ({managed.product})"
+    row, why = _row(ctx.catalog.prices, managed.service, _region(ctx), "on_demand")
+    if row is None:
+        return CostLine(part=part, item=managed.service, quantity=managed.capacity_gib, unit="GiB",
+                        purchase="on_demand", unknown=why)
+    return _priced(part, managed.service, managed.capacity_gib, "GiB", "on_demand", row,
+                   managed.capacity.derived_from.spec)
+
+
+def _owned(part: str, item: str, count: int, unit: str) -> CostLine:
+    return CostLine(part=part, item=item, quantity=count, unit=unit, purchase="owned",
+                    unknown="bare metal is priced by list price amortised over a stated period plus power; the "
+                            "price catalogue has neither for it")
+
+
+def _total(lines: list[CostLine], field: str, unit: str) -> Traced[float] | None:
+    priced: list[tuple[str, Traced[float]]] = [(line.part, getattr(line, field)) for line in lines
+                                                if line.row is not None]
+    if not priced:
+        return None
+    total = sum(p.value for _, p in priced)
+    spec = tuple(dict.fromkeys(path for _, p in priced for path in p.derived_from.spec))
+    unpriced = len(lines) - len(priced)
+    left_out = f"; {counted(unpriced, 'part')} unpriced, not in it" if unpriced else ""
+    return traced(total, spec, "costs.total",
+                  " + ".join(f"{usd(p.value)} ({part})" for part, p in priced) + f" = {usd(total)}{unit}{left_out}")
+
+
+def plan_costs(ctx: PlanContext, compute: ComputePlan, hosts: tuple[HostGroup, ...], fleets: FleetsPlan | None,
+               managed: ManagedFsPlan | None, wiring: WiringPlan | None) -> CostPlan:
+    provider = ctx.req.target.provider
+    lines: list[CostLine] = []
+    if provider in ("aws", "gcp", "azure"):
+        lines += [_cloud_hosts(ctx, g, fleets, compute) for g in hosts if g.count]
+        if managed is not None:
+            lines.append(_file_system(ctx, managed))
+    elif provider == "baremetal":
+        lines += [_owned(_hosts_part(g), g.node_type, g.count, "host")
+                  for g in hosts if g.count]
+        lines += [_owned(f"{t.fabric} {t.tier} switches", t.model, t.count, "switch")
+                  for t in (wiring.switches if wiring is not None else ())]
+    return CostPlan(max_age_days=ctx.catalog.prices.max_age_days, lines=tuple(lines),
+                    total_per_hour=_total(lines, "per_hour", "/h"),
+                    total_per_month=_total(lines, "per_month", "/month"),
+                    complete=all(line.row is not None for line in lines))

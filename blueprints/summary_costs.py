@@ -1,0 +1,54 @@
+"""``clustersmith plan``: what the design costs (blueprints/planner/costs.py), each price with its row and source,
+every unpriced part named, and a warning for each row read longer ago than the catalogue's max_age_days."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from rich.table import Table
+
+from blueprints.blueprint import CostPlan
+from blueprints.blueprint.costs import UNIT_PLURAL
+from blueprints.figures import quantity, usd
+
+
+def read_on(read: str) -> date:
+    """The first day a row's ``read`` can mean: 2025-12-21 that day, 2025-12 the 1st of December, 2025 New Year's
+    Day (so a row dated by its month or year is counted at its oldest)."""
+    parts = [int(p) for p in read.split("-")]
+    return date(parts[0], *[*parts[1:], 1, 1][:2])
+
+
+def stale_rows(costs: CostPlan, today: date) -> list[str]:
+    """Each price row the plan used that was read more than ``max_age_days`` before ``today``, with its age."""
+    found: dict[str, str] = {}
+    for line in costs.lines:
+        if line.row is not None and (age := (today - read_on(line.row.read)).days) > costs.max_age_days:
+            found[line.row.name] = (f"price row {line.row.name} was read {line.row.read}, {age} days ago (more than "
+                                    f"{costs.max_age_days}): check {line.row.url}")
+    return list(found.values())
+
+
+def costs_table(costs: CostPlan) -> Table:
+    """One row per part: how many, how bought, per hour and per month (or unknown), and the price row."""
+    whole = "" if costs.complete else "; priced parts only"
+    table = Table(title=f"costs ({costs.currency}, {costs.hours_per_month} h a month{whole})", title_justify="left")
+    for col in ("part", "what x how many", "bought", "per hour", "per month", "price (source, read)"):
+        table.add_column(col, justify="right" if col.startswith("per ") else "left", overflow="fold")
+    for line in costs.lines:
+        what = f"{line.item} x {quantity(line.quantity, line.unit, UNIT_PLURAL.get(line.unit, ''))}"
+        if line.row is None or line.per_hour is None or line.per_month is None:
+            table.add_row(line.part, what, line.purchase, "unknown", "unknown", line.unknown)
+            continue
+        table.add_row(line.part, what, line.purchase, usd(line.per_hour.value), usd(line.per_month.value),
+                      f"{line.row.name}: {usd(line.row.price)}/{line.row.unit.replace('_', '-')} "
+                      f"({line.row.url}, read {line.row.read})")
+    if costs.total_per_hour is not None and costs.total_per_month is not None:
+        unknown = len(costs.unpriced())
+        table.add_row("total" if costs.complete else f"total of the priced parts ({unknown} unknown)", "", "",
+                      usd(costs.total_per_hour.value), usd(costs.total_per_month.value), "")
+    elif costs.lines:
+        table.add_row("total", "", "", "unknown", "unknown", "no part of the design has a known price")
+    else:
+        table.add_row("nothing to price", "", "", "", "", "the lab runs on this machine")
+    return table
