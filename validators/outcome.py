@@ -135,6 +135,9 @@ class CheckResult(Frozen):
     notes: tuple[str, ...] = ()
     coverage: tuple[Coverage, ...] = ()
     duration_s: float = 0.0
+    predicted: float | None = Field(default=None, description="What the plan says the built cluster should measure "
+                                    "(Check.predicted), in the check's unit")
+    of_predicted: float | None = Field(default=None, description="measured / predicted, where both are known")
 
     @property
     def coverage_shown(self) -> str:
@@ -199,6 +202,12 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
             message = f"{shown}: missed"
     if value is not None and not math.isfinite(value):
         value = None
+    predicted = check.predicted.value if check.predicted is not None else None
+    ratio = value / predicted if value is not None and predicted and status != "setup_error" else None
+    notes = m.notes
+    if ratio is not None and predicted is not None and value is not None and check.predicted is not None:
+        notes += (f"measured {plain(value, 4)} {check.unit} is {ratio:.0%} of the predicted {plain(predicted, 4)} "
+                  f"{check.unit} ({check.predicted.derived_from.formula})",)
     return CheckResult(
         id=check.id, tool=check.tool, metric=check.metric, op=check.op, threshold=check.threshold, unit=check.unit,
         severity=check.severity, scope=check.scope, spec=check.derived_from.spec, rule=check.derived_from.rule,
@@ -207,8 +216,8 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
             "value": None, "note": f"{d.note} (not finite: {d.value})".strip()}) for d in m.details),
         series=tuple(s.model_copy(update={"points": tuple(p for p in s.points if all(map(math.isfinite, p)))})
                      for s in m.series),
-        references=tuple(r for r in m.references if math.isfinite(r.y)), notes=m.notes, coverage=m.coverage,
-        duration_s=round(duration_s, 3),
+        references=tuple(r for r in m.references if math.isfinite(r.y)), notes=notes, coverage=m.coverage,
+        duration_s=round(duration_s, 3), predicted=predicted, of_predicted=None if ratio is None else round(ratio, 4),
     )
 
 

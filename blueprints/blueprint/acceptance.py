@@ -24,6 +24,10 @@ class Check(Frozen):
     scope: Literal["cluster", "host", "rail"] = Field(description="Where the measure is taken")
     args: CheckArgs = Field(description="Tool arguments from the plan, typed per tool family (check_args)")
     derived_from: Provenance
+    predicted: Traced[float] | None = Field(
+        default=None, description="What the built cluster should measure, in the check's unit, from the plan (the "
+                                  "report prints measured / predicted); None where the plan predicts nothing: the "
+                                  "lab (emulated), or a check no model predicts yet")
 
 
 ScratchFs = Literal["shared", "tier"]

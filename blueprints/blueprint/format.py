@@ -1,6 +1,7 @@
 """The format of blueprint.yaml, and the refusal of one an older clustersmith wrote.
 
-Format 6: the Blueprint carries ``costs`` (each part's price from the price catalogue, or why it is unknown).
+Format 6: the Blueprint carries ``costs`` (each part's price from the price catalogue, or why it is unknown), and a
+check its ``predicted`` figure.
 Format 5: the FS-Cache check's counters are one set per kernel range (``args.counters``), where format 4 named one
 set (``args.hits``, ``args.misses``) that only kernels 5.17-6.7 print.
 Format 4: every size carries its unit (``65536B``): a bare number is no longer read as bytes (issue 43).

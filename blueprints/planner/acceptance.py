@@ -35,7 +35,8 @@ from blueprints.figures import plain
 from blueprints.planner.context import PlanContext
 from blueprints.planner.fio_workloads import plan_footprint, plan_scratch, plan_workloads, workload_args
 from blueprints.planner.monitoring import HIT_RATIO
-from blueprints.units import Duration
+from blueprints.traced import Traced, traced
+from blueprints.units import Duration, Rate
 
 GB = 1e9
 # How long the paths probe lets a path settle before judging it: a path "connecting" retries every reconnect delay
@@ -61,6 +62,17 @@ def _check(ctx: PlanContext, id: str, tool: str, metric: str, op: str, threshold
         "severity": severity, "scope": scope, "args": args or PrometheusArgs(),
         "derived_from": Provenance(spec=tuple(spec), rule=rule, formula=formula),
     })
+
+
+def predicted_from_design(ctx: PlanContext, check: Check, design: Traced[Rate]) -> Check:
+    """``check`` with what the built cluster should measure: the storage plan's own aggregate (the tiers' nodes x
+    their per-node rate, the managed file system's capacity x its throughput per TiB, or the user's system's stated
+    figure), in GB/s. Not in the lab: its throughput is emulated."""
+    if ctx.is_lab:
+        return check
+    formula = f"the design's {design.value}: {design.derived_from.formula or design.derived_from.rule}"
+    return check.model_copy(update={"predicted": traced(
+        round(design.value.value / GB, 6), design.derived_from.spec, "acceptance.predicted_from_design", formula)})
 
 
 def nccl_tests(ctx: PlanContext) -> tuple[str, ...]:
@@ -119,17 +131,18 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
     perf = ctx.req.performance.storage
     workloads = {w.name: w for w in plan_workloads(ctx, compute, storage)}
     checks = [
-        _check(ctx, "storage.read_throughput", "fio", "aggregate sequential read bw_bytes across clients",
-               ">=", perf.read_throughput.value / GB, "GB/s", ["performance.storage.read_throughput"],
-               "acceptance.read_throughput", f"{perf.read_throughput}",
-               args=workload_args(workloads["seq_read"])),
+        predicted_from_design(ctx, _check(
+            ctx, "storage.read_throughput", "fio", "aggregate sequential read bw_bytes across clients", ">=",
+            perf.read_throughput.value / GB, "GB/s", ["performance.storage.read_throughput"],
+            "acceptance.read_throughput", f"{perf.read_throughput}", args=workload_args(workloads["seq_read"])),
+            storage.read_throughput),
     ]
     if perf.write_throughput is not None:
-        checks.append(_check(ctx, "storage.write_throughput", "fio", "aggregate sequential write bw_bytes",
-                             ">=", perf.write_throughput.value / GB, "GB/s",
-                             ["performance.storage.write_throughput"], "acceptance.write_throughput",
-                             f"{perf.write_throughput}",
-                             args=workload_args(workloads["seq_write"])))
+        checks.append(predicted_from_design(ctx, _check(
+            ctx, "storage.write_throughput", "fio", "aggregate sequential write bw_bytes", ">=",
+            perf.write_throughput.value / GB, "GB/s", ["performance.storage.write_throughput"],
+            "acceptance.write_throughput", f"{perf.write_throughput}", args=workload_args(workloads["seq_write"])),
+            storage.write_throughput))
     checks += [
         _check(ctx, "storage.latency_p99", "fio", "4k random read clat p99", "<=", perf.latency_p99.value * 1e6,
                "us", ["performance.storage.latency_p99"], "acceptance.latency_p99", f"{perf.latency_p99}",
