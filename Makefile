@@ -13,6 +13,12 @@ LAB_TESTS ?= tests/lab
 
 .PHONY: demo test test-unit test-lab test-molecule lint typecheck venv clean golden catalogue bench
 
+# Python keeps the bytecode of what it imports (in __pycache__, ignored by git) and the next process reuses it. An
+# environment that sets PYTHONDONTWRITEBYTECODE (this project's CI machines do) makes every process compile ansible,
+# pydantic and the rest again: `clustersmith --version` took 2.3 s against 0.8 s, and the unit tier 10.1 against 8.7
+# CPU minutes (2026-12-07, docs/benchmarks.md). Each tier runs hundreds of Python processes.
+unexport PYTHONDONTWRITEBYTECODE
+
 # --no-compile: pip would byte-compile every installed module (pulumi-azure-native alone is 356 MB of Python), 62 s
 # against 21 s for the same install on a 2-core machine (2026-12-06); Python compiles what is imported, when it is.
 $(BIN)/clustersmith: pyproject.toml

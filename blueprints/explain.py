@@ -107,7 +107,7 @@ def explain(bp: Blueprint, dotted: str) -> Explanation:
     parts = _parts(data, dotted)
     dotted = ".".join(parts)
     node, done = _walk(data, parts, [])
-    if node is None:
+    if ".".join(done) != dotted:  # not found (a value found may be null: a check's predicted figure where none is)
         parent, _ = _walk(data, done, [])
         options = ", ".join(key for key, _ in _items(parent)[:25])
         raise ClusterSmithError(
