@@ -74,10 +74,8 @@ def _cloud_hosts(ctx: PlanContext, group: HostGroup, fleets: FleetsPlan | None, 
     capacity = fleets.capacity.source.value if fleets is not None and group.role == "gpu_client" else "on-demand"
     purchase = PURCHASE[capacity]
     bought = capacity.replace("-", "_")
-    if purchase is None:
-        return CostLine(part=part, item=group.node_type, quantity=group.count, unit="instance", purchase=bought,
-                        unknown="a reservation's price is the user's contract with the provider")
-    row, why = _row(ctx.catalog.prices, group.node_type, _region(ctx), purchase)
+    row, why = (None, "a reservation's price is the user's contract with the provider") if purchase is None \
+        else _row(ctx.catalog.prices, group.node_type, _region(ctx), purchase)
     if row is None:
         return CostLine(part=part, item=group.node_type, quantity=group.count, unit="instance", purchase=bought,
                         unknown=why)
