@@ -46,7 +46,7 @@ from validators.nccl_run import (
     sweep,
 )
 from validators.run.jobs import Job, SpecValue, argv_text
-from validators.run.plumbing import Session
+from validators.run.plumbing import Session, last_line
 
 PREFLIGHT_LIMIT_S = 120
 
@@ -164,11 +164,7 @@ def _exit_reason(rc: object, log: Path) -> str:
     """The launch's exit status and the tool's own last words (the log's last line)."""
     if rc == 124:
         return f"timed out after {RUN_TIMEOUT_S} s"
-    last = ""
-    if log.is_file():
-        with log.open(encoding="utf-8", errors="replace") as f:
-            for line in f:
-                last = line.strip() or last
+    last = last_line(log)
     return f"exited {rc}" + (f": {last}" if last else " with no output")
 
 

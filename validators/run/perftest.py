@@ -16,8 +16,13 @@ wave, a target's one per NIC it serves in it) and wave w begins ``slot`` x w aft
 (under TCG a 10 s ib_write_bw ran 14.5 s from its client's start to its end). Each host's RDMA device and GID index
 are the rdma role's record (``facts`` step), never a name assumed from the rail. Each client's output lands in
 ``<tool>/rail<i>/<client>@<server>.txt`` (only a run that ended 0; ``.out`` otherwise) with its exit status (``.rc``);
-``<tool>/pairs.json`` lists every pair the Blueprint plans. A pair whose client ran and failed is measured once more,
-in a second job of the failed pairs in their waves.
+``<tool>/pairs.json`` lists every pair the Blueprint plans. Every wave's servers listen on ports of their own
+(``PERFTEST_PORT`` + w x k + the NIC, k one more than the highest NIC index) and each lives until it has served its
+client or its timeout ends it: a client whose host comes to a wave late (an earlier wave of its own past its slot)
+still finds its server, never a later wave's on the same port (the CI of 2026-12-07 lost four pairs that way, every
+try refused). Each server's stdout, stderr and exit status come back beside its client's output (``.server``,
+``.server.err``, ``.server.rc``): a pair that could not measure is named with what both ends said. A pair whose client
+ran and failed is measured once more, in a second job of the failed pairs in their waves.
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ from blueprints.blueprint import Check
 from blueprints.blueprint.check_args import PerftestArgs
 from blueprints.hosts import expand
 from validators.run.jobs import Job, SpecValue, argv_text
-from validators.run.plumbing import HostOutcome, Session
+from validators.run.plumbing import HostOutcome, Session, last_line
 
-PERFTEST_PORT = 18515
+PERFTEST_PORT = 18515  # perftest's own default: the first wave's rail 0; every wave has ports of its own after it
+PORTS = 65536 - PERFTEST_PORT
 # A wave's slot beyond the tool's duration: server start, CLIENT_DELAY_S, connection, teardown. In the lab (TCG,
 # --timeout-scale 4, 2026-12-06, timings.json) the slowest client of six waves ended 16.5 s into a 25 s slot for a 5 s
 # ib_write_bw started 8 s into it (CLIENT_DELAY_S 2 x 4): 3.5 s of connection and teardown beyond the tool; with a
@@ -45,6 +51,8 @@ PERFTEST_PORT = 18515
 SLOT_EXTRA_S = 3
 CLIENT_DELAY_S = 1  # a client starts this long (x --timeout-scale) into its slot, its server listening by then
 TRIES, TRY_DELAY_S = 6, 3  # a client that cannot connect (its server not listening yet) tries again
+SERVER_FILES = (".server", ".server.err", ".server.rc")  # a pair's server: its stdout, stderr and exit status
+SERVER_SAID_LINES = 3  # a failed server's stderr, quoted: its first lines name the cause ("Couldn't listen to port")
 TOKEN = re.compile(r"[A-Za-z0-9_.:@/+%=-]+")  # a schedule field: one word, no shell or space in it
 Fabric = Literal["compute", "storage"]
 
@@ -166,6 +174,7 @@ def schedule(session: Session, check: Check, tool: str, waves: list[Wave]) -> tu
     error and not scheduled."""
     entries: dict[str, list[str]] = {}
     ready: list[Pair] = []
+    stride = 1 + max((p.server_rail for wave in waves for p in wave), default=0)
     for w, wave in enumerate(waves):
         for pair in wave:
             client, why = _endpoint(session, pair.client, pair.client_rail)
@@ -173,17 +182,33 @@ def schedule(session: Session, check: Check, tool: str, waves: list[Wave]) -> tu
             if client is None or server is None:
                 session.setup_error(check.id, pair.label, why or why_server)
                 continue
-            port = str(PERFTEST_PORT + pair.server_rail)
+            port = str(PERFTEST_PORT + (w * stride + pair.server_rail) % PORTS)
             path = "/".join(pair.stem(tool))
             fields = [server["device"], server["gid"], client["device"], client["gid"], server["address"], path]
             if not all(TOKEN.fullmatch(f) for f in fields):
                 session.setup_error(check.id, pair.label, f"a device, address or host name is not one word: {fields}")
                 continue
-            entries.setdefault(pair.server, []).append(f"{w} server {server['device']} {port} {server['gid']} - -")
+            entries.setdefault(pair.server, []).append(f"{w} server {server['device']} {port} {server['gid']} - {path}")
             entries.setdefault(pair.client, []).append(
                 f"{w} client {client['device']} {port} {client['gid']} {server['address']} {path}")
             ready.append(pair)
     return entries, ready
+
+
+def server_words(session: Session, tool: str, pair: Pair, timeout_s: int) -> str | None:
+    """What the pair's server said when it did not end 0 (its exit status and last line; a timeout: it waited for a
+    client that never came), or None: it served its client, or its host sent nothing back."""
+    rc_file = pair.file(session, tool, ".server.rc")
+    rc = rc_file.read_text(encoding="utf-8").strip() if rc_file.is_file() else "0"
+    if rc == "0":
+        return None
+    if rc == "124":
+        return f"its server on {pair.server} waited {timeout_s} s and no client came"
+    err = pair.file(session, tool, ".server.err")
+    lines = [line.strip() for line in err.read_text(encoding="utf-8", errors="replace").splitlines()
+             if line.strip()] if err.is_file() else []
+    said = " / ".join(lines[:SERVER_SAID_LINES]) or last_line(pair.file(session, tool, ".server"))
+    return f"its server on {pair.server} exited {rc}" + (f": {said}" if said else " with no output")
 
 
 def run_waves(session: Session, check: Check, tool: str, args: list[str], duration_s: int, waves: list[Wave],
@@ -196,7 +221,7 @@ def run_waves(session: Session, check: Check, tool: str, args: list[str], durati
     if not ready:
         return
     for pair in ready:  # a file of an earlier attempt is not this attempt's measure
-        for suffix in (".txt", ".out", ".rc"):
+        for suffix in (".txt", ".out", ".rc", *SERVER_FILES):
             pair.file(session, tool, suffix).unlink(missing_ok=True)
     scale = session.scale
     tool_timeout = int((duration_s + 60) * scale)
@@ -208,9 +233,9 @@ def run_waves(session: Session, check: Check, tool: str, args: list[str], durati
                                               for h, lines in entries.items()}
     limit = int(len(waves) * slot_s + TRIES * (tool_timeout + TRY_DELAY_S) + 60 * scale)
     step = tool + (f"-attempt{attempt}" if attempt > 1 else "")
-    outcomes = session.job(Job(step, "perftest", specs, (f"{tool}/rail*/{{host}}@*.txt", f"{tool}/rail*/{{host}}@*.out",
-                                                        f"{tool}/rail*/{{host}}@*.rc"), limit, aligned=True,
-                                   slot_s=slot_s))
+    outputs = (f"{tool}/rail*/{{host}}@*.txt", f"{tool}/rail*/{{host}}@*.out", f"{tool}/rail*/{{host}}@*.rc",
+               *(f"{tool}/rail*/*@{{host}}{suffix}" for suffix in SERVER_FILES))
+    outcomes = session.job(Job(step, "perftest", specs, outputs, limit, aligned=True, slot_s=slot_s))
     session.late([check.id], outcomes, f"{tool} pairs")
     again: list[Wave] = [[] for _ in waves]
     by_pair = {pair: w for w, wave in enumerate(waves) for pair in wave}
@@ -223,6 +248,8 @@ def run_waves(session: Session, check: Check, tool: str, args: list[str], durati
         client, server = outcomes.get(pair.client, HostOutcome()), outcomes.get(pair.server, HostOutcome())
         why = client.problem or next(iter(client.failed_for(key)), None) or server.problem or (
             f"{tool} exited {status}" if status else "no output")
+        if (said := server_words(session, tool, pair, tool_timeout)) is not None:
+            why += f"; {said}"
         if status is not None and attempt == 1:  # it ran and failed: once more, with the first try's own words
             first = next(iter(client.retried_for(key)), why)
             session.note(check.id, f"{pair.label}: first attempt failed ({first}); measured again")

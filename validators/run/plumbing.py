@@ -93,6 +93,16 @@ class HostOutcome:
         return [r.words for r in self.records if r.kind == "retried" and r.key == key]
 
 
+def last_line(path: Path) -> str:
+    """A tool's last words: the last non-empty line of its output file ("" when there is none or no file)."""
+    last = ""
+    if path.is_file():
+        with path.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                last = line.strip() or last
+    return last
+
+
 def failure(task: str, res: dict[str, Any]) -> str:
     """A failed task in the tool's own last words (the task's name only labels it)."""
     text = str(res.get("msg") or res.get("stderr") or res.get("stdout") or "failed").strip()
@@ -379,4 +389,4 @@ class _Shard:
     groups: dict[str, dict[str, Any]]
 
 
-__all__ = ["Collected", "HostOutcome", "Job", "Session", "StepTiming", "ansible_env", "failure"]
+__all__ = ["Collected", "HostOutcome", "Job", "Session", "StepTiming", "ansible_env", "failure", "last_line"]

@@ -1,16 +1,19 @@
 # Step perftest (validators/run/perftest.py): this host's part of every wave of perftest pairs (ib_write_bw,
 # ib_read_lat), read-only for storage (memory to memory). Wave w begins slot_ms x w after the common start on every
 # host, so the pairs of a wave start together and waves follow one another; a host takes its entries in wave order
-# (a client has one entry per wave at most; a storage target one server entry per NIC it serves in the wave, each
-# on its rail's port, all started at the wave's start). A server serves one client on its rail's
-# RDMA device and port and lives until its wave's client has had its slot (the next server on its port replaces it,
-# the last ones end after their slot); a client starts client_delay_ms into the slot and tries up to `tries` times,
-# try_delay_s apart (a server serves one connection: a client that connected and failed is measured again by the
-# runner, not here). Each client's output and exit status go to <path>.txt (a run that ended 0), .out (one that did
-# not) and .rc. Spec: host, tool, args (its argument words, quoted), tool_timeout (s), slot_ms, client_delay_ms,
-# tries, try_delay_s, schedule (one line per entry, in wave order:
-#   "<wave> server <device> <port> <gid index or -> - -" or
-#   "<wave> client <device> <port> <gid index or -> <server's rail address> <results path without suffix>").
+# (a client has one entry per wave at most; a storage target one server entry per NIC it serves in the wave, all
+# started at the wave's start). Each server has a port of its own (the runner gives every wave its own ports), serves
+# one client and lives until it has served it or its tool_timeout ends it: a client whose host runs late (an earlier
+# wave of its own that took longer than its slot) still finds its server, which no later wave's server replaces. A
+# client starts client_delay_ms into the slot and tries up to `tries` times, try_delay_s apart (a server serves one
+# connection: a client that connected and failed is measured again by the runner, not here). Each client's output
+# and exit status go to <path>.txt (a run that ended 0), .out (one that did not) and .rc; each server's, once it has
+# ended, to <path>.server (stdout), .server.err and .server.rc (what the runner quotes beside a client that could not
+# measure). Spec: host,
+# tool, args (its argument words, quoted), tool_timeout (s), slot_ms, client_delay_ms, tries, try_delay_s, schedule
+# (one line per entry, in wave order; the path is the results path without suffix, the pair's on both sides):
+#   "<wave> server <device> <port> <gid index or -> - <path>" or
+#   "<wave> client <device> <port> <gid index or -> <server's rail address> <path>".
 MEASURE="Run the client against the server's rail address"
 
 step() {
@@ -41,12 +44,10 @@ step() {
         eval "set -- $args"
         case $role in
         server)
-            pidfile=$job_dir/servers/$port
-            [ -e "$pidfile" ] && kill "$(cat "$pidfile")" 2> /dev/null  # this port's server of an earlier wave
             # shellcheck disable=SC2086 # gid_args is "" or "-x <index>"
             timeout -k "$kill_after_s" "$tool_timeout" "$tool" -d "$device" -p "$port" $gid_args "$@" \
-                < /dev/null > /dev/null 2>&1 &
-            echo $! > "$pidfile"
+                < /dev/null > "$job_dir/servers/$port.out" 2> "$job_dir/servers/$port.err" &
+            echo "$! $path" > "$job_dir/servers/$port.pid"
             ;;
         client)
             sleep_ms "$client_delay_ms"
@@ -73,12 +74,18 @@ step() {
     done << EOF
 $schedule
 EOF
-    # the last servers end once their wave's slot is over (a server whose client never came would wait its timeout)
-    await_ms $((start_ms + (last_wave + 1) * slot_ms))
-    for pidfile in "$job_dir"/servers/*; do
-        [ -e "$pidfile" ] && kill "$(cat "$pidfile")" 2> /dev/null
+    # every server ends once it has served its client (or at its timeout, when its client never came): wait for
+    # each and keep what it said
+    for pidfile in "$job_dir"/servers/*.pid; do
+        [ -e "$pidfile" ] || continue
+        read -r pid path < "$pidfile"
+        wait "$pid"
+        rc=$?
+        mkdir -p "$out/$(dirname "$path")"
+        cp "${pidfile%.pid}.out" "$out/$path.server"
+        cp "${pidfile%.pid}.err" "$out/$path.server.err"
+        echo "$rc" > "$out/$path.server.rc"
     done
-    wait
     return 0
 }
 

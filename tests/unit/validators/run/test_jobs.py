@@ -193,6 +193,20 @@ def test_late_starts_are_noted_with_the_worst(out: Path, tmp_path: Path) -> None
         "fio seq_read began up to 2.5 s after the planned start on 1 host(s): a"]}
 
 
+def perftest_session(bp: Blueprint, tmp_path: Path, clients: list[str]) -> Session:
+    """A session at --timeout-scale 0.1 over local hosts: storage-1 and ``clients``, host n's rail i at 10.77.i.n
+    and its RDMA device named ``<host>_r<i>`` (GID index 1), as the rdma role records them."""
+    hosts = ["storage-1", *clients]
+    rails = {h: {"rails": [{"index": i, "address": f"10.77.{i}.{n}"} for i in (0, 1)]}
+             for n, h in enumerate(hosts, start=1)}
+    session = local_session(bp, tmp_path, {"gpu_clients": clients, "storage_targets": ["storage-1"]}, scale=0.1,
+                            host_vars=rails)
+    session.rdma = {h: rdma_record(json.dumps({"rails": [{"index": i, "name": f"rail{i}", "netdev": f"eth{i}",
+                                                          "device": f"{h}_r{i}", "port": 1, "gid_index": 1}
+                                                         for i in (0, 1)]})) for h in hosts}
+    return session
+
+
 STAND_IN = """#!/bin/sh
 # A stand-in for ib_write_bw where no RDMA device exists (the real tool runs in the lab tier): it records when each
 # side started and on which device, then answers as the recorded lab client does.
@@ -220,15 +234,9 @@ def test_the_pairs_of_a_wave_start_together_and_waves_follow_one_another(out: Pa
     bp = load_blueprint(out)
     clients = ["client-1", "client-2", "client-3", "client-4"]
     hosts = ["storage-1", *clients]
-    rails = {h: {"rails": [{"index": i, "address": f"10.77.{i}.{n}"} for i in (0, 1)]}
-             for n, h in enumerate(hosts, start=1)}
     # scale 0.1: 1.4 s slots (the tool's 1 s and 0.4 s of overhead), ample for a stand-in that answers in 0.3 s 0.1 s
     # into its slot; seven slots over two jobs
-    session = local_session(bp, tmp_path, {"gpu_clients": clients, "storage_targets": ["storage-1"]}, scale=0.1,
-                            host_vars=rails)
-    session.rdma = {h: rdma_record(json.dumps({"rails": [{"index": i, "name": f"rail{i}", "netdev": f"eth{i}",
-                                                          "device": f"{h}_r{i}", "port": 1, "gid_index": 1}
-                                                         for i in (0, 1)]})) for h in hosts}
+    session = perftest_session(bp, tmp_path, clients)
     bin_dir, log = tmp_path / "bin", tmp_path / "started.log"
     bin_dir.mkdir()
     tool = bin_dir / "ib_write_bw"
@@ -272,6 +280,74 @@ def test_the_pairs_of_a_wave_start_together_and_waves_follow_one_another(out: Pa
     assert first.least_wait_s is not None and 0 <= first.least_wait_s < first.start_margin_s, first
     got = sorted(p.relative_to(session.results).as_posix() for p in (session.results / "ib_write_bw").rglob("*.txt"))
     assert got == sorted(f"ib_write_bw/rail{p.client_rail}/{p.client}@{p.server}.txt" for w in waves for p in w)
+
+
+LISTENER = """#!/bin/sh
+# A stand-in for ib_write_bw whose server serves one client, as the real one does (the real tool runs in the lab
+# tier): a server marks its device and port as listening until a client takes the mark or timeout(1) ends it; a
+# client takes its server's mark (the server's device from the address, in {map}) or, finding none, fails as the real
+# client does when nothing listens. client-1's first run takes {slow} s, several slots: that host starts its later
+# waves late.
+[ "$1" = --version ] && {{ echo "Version: 6.15"; exit 0; }}
+device=$2 port=$4
+last=$(eval echo \\${{$#}})
+case $last in
+10.*)
+    echo "$(date +%s%3N) client $device" >> {dir}/log
+    server=$(grep "^$last " {map} | cut -d' ' -f2)
+    mv "{dir}/$server-$port" "{dir}/$server-$port.taken" 2> /dev/null || {{
+        echo "Unable to open file descriptor for socket connection" >&2; exit 1; }}
+    if [ "$device" = client-1_r0 ] && [ ! -e {dir}/slow ]; then touch {dir}/slow; sleep {slow}; fi
+    cat {recorded}
+    ;;
+*)
+    trap 'rm -f "{dir}/$device-$port"; exit 143' TERM
+    touch "{dir}/$device-$port"
+    while [ ! -e "{dir}/$device-$port.taken" ]; do sleep 0.05; done
+    echo "served on $port"
+    ;;
+esac
+"""
+
+
+def test_a_client_whose_host_runs_late_still_finds_its_server(out: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CI failure of 2026-12-07 (stop 54): a client whose host ran its earlier wave past the slot came to its
+    later waves late, and its server had been replaced by the next wave's on the same port, then ended with the last
+    slot: every try of six was refused ("Unable to open file descriptor for socket connection"), twice. Every wave
+    has ports of its own now and a server lives until it has served its client: client-1, three slots late, measures
+    every pair in the first job, its late start noted, and each server's words come back."""
+    bp = load_blueprint(out)
+    hosts = ["storage-1", "client-1", "client-2"]
+    session = perftest_session(bp, tmp_path, hosts[1:])
+    marks, addresses = tmp_path / "marks", tmp_path / "addresses"
+    marks.mkdir()
+    addresses.write_text("".join(f"10.77.{i}.{n} {h}_r{i}\n" for n, h in enumerate(hosts, start=1) for i in (0, 1)))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    slot_s = 1 + perftest.SLOT_EXTRA_S * 0.1
+    tool = bin_dir / "ib_write_bw"
+    tool.write_text(LISTENER.format(dir=marks, map=addresses, slow=round(3 * slot_s, 1),
+                                    recorded=RDMA / "lab-ib_write_bw-rail0.client.txt"))
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(perftest, "TRY_DELAY_S", 0)
+    check: Check = next(c for c in bp.acceptance.checks if c.id == "rdma.write_bw")
+    waves, _ = perftest.plan_waves(session)
+    assert [len(w) for w in waves] == [1, 1, 2, 2]  # two compute waves, then the target's two NICs twice
+    perftest.run_waves(session, check, "ib_write_bw", ["-D", "1"], 1, waves)
+    assert session.setup_errors == {}
+    assert [t.step for t in session.timings] == ["ib_write_bw"], "nothing needed measuring again"
+    got = sorted(p.relative_to(session.results).as_posix() for p in (session.results / "ib_write_bw").rglob("*.txt"))
+    assert got == sorted(f"ib_write_bw/rail{p.client_rail}/{p.client}@{p.server}.txt" for w in waves for p in w)
+    # client-1 took each of its later waves late, and each of its tries found its server there (one try each)
+    tried = [line.split()[2] for line in (marks / "log").read_text().splitlines()]
+    assert sorted(tried) == sorted(f"{p.client}_r{p.client_rail}" for w in waves for p in w), tried
+    assert any(n.startswith("ib_write_bw pairs began up to") and n.endswith("client-1")
+               for n in session.notes["rdma.write_bw"]), session.notes
+    for pair in (p for w in waves for p in w):
+        assert pair.file(session, "ib_write_bw", ".server.rc").read_text().strip() == "0"
+        assert pair.file(session, "ib_write_bw", ".server").read_text().startswith("served on 185")
 
 
 def test_a_job_outlives_the_terminal_of_the_call_that_started_it(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from validators.results import Results
 from validators.run import probe
 from validators.run.fio import cut_short
 from validators.run.jobs import Job, Record
-from validators.run.perftest import Pair, compute_waves, plan_waves, run_waves, storage_waves
+from validators.run.perftest import Pair, compute_waves, plan_waves, run_waves, server_words, storage_waves
 from validators.run.plumbing import HostOutcome, Session, ansible_env, failure
 
 REPO = Path(__file__).resolve().parents[4]
@@ -297,6 +297,29 @@ def test_a_perftest_pair_that_fails_twice_is_a_setup_error_and_one_not_run_is_no
     assert runner.setup_errors["rdma.write_bw"] == {"rail0 client-2@storage-1": COMPLETION_ERROR}
 
 
+def test_a_pair_that_could_not_measure_names_what_its_server_said(out: Path, tmp_path: Path) -> None:
+    """A client refused on every try says only that nothing listened; its server's own end says why: a server that
+    waited its whole timeout had no client come (the client's host ran late past it), one that exited said so."""
+    key, taken = "ib_write_bw/rail0/client-2@storage-1", "lab-ib_write_bw-port-taken.server"
+    refused = f"{MEASURE}: exit 1: Unable to open file descriptor for socket connection"
+    runner = ScriptedSession(out, tmp_path, [
+        ({"client-2": pair_failed(key, refused)}, {f"{key}.rc": "1\n", f"{key}.server.rc": "124\n",
+                                                   f"{key}.server": "WARNING: BW peak won't be measured\n"}),
+        ({"client-2": pair_failed(key, refused)}, {f"{key}.rc": "1\n", f"{key}.server.rc": "1\n",
+                                                   f"{key}.server": (RDMA / f"{taken}.txt").read_text(),
+                                                   f"{key}.server.err": (RDMA / f"{taken}.err").read_text()})])
+    run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, [[STORAGE_PAIR]])
+    # the first attempt's server waited its whole (10 + 60) s timeout: no client came
+    assert runner.notes["rdma.write_bw"] == [f"rail0 client-2@storage-1: first attempt failed ({refused}; its server "
+                                             "on storage-1 waited 70 s and no client came); measured again"]
+    # the server's stderr, first lines first: the cause, then perftest's generic words (never the banner on stdout)
+    assert runner.setup_errors["rdma.write_bw"] == {"rail0 client-2@storage-1": (
+        f"{refused}; its server on storage-1 exited 1: Couldn't listen to port 18515 / Unable to open file descriptor "
+        "for socket connection Unable to init the socket connection")}
+    (runner.results / f"{key}.server.rc").write_text("0\n")
+    assert server_words(runner, "ib_write_bw", STORAGE_PAIR, 260) is None, "a server that served said nothing wrong"
+
+
 def test_only_the_failed_pairs_run_again_each_in_its_own_wave(out: Path, tmp_path: Path) -> None:
     """Three pairs fail after they ran, two in one storage wave (one on each of the target's NICs) and one in the
     next: the second job holds those three, in two waves a slot apart, the target serving both NICs at once in the
@@ -310,13 +333,16 @@ def test_only_the_failed_pairs_run_again_each_in_its_own_wave(out: Path, tmp_pat
     assert runner.steps == ["ib_write_bw", "ib_write_bw-attempt2"]
     first, again = runner.jobs
     assert first.aligned and again.aligned
+    # each wave has ports of its own (a late client of wave 0 still finds its server while wave 1's serves)
     assert str(again.specs["storage-1"]["schedule"]).splitlines() == [
-        "0 server rxe0 18515 1 - -", "0 server rxe1 18516 1 - -", "1 server rxe0 18515 1 - -"]
+        "0 server rxe0 18515 1 - ib_write_bw/rail0/client-1@storage-1",
+        "0 server rxe1 18516 1 - ib_write_bw/rail1/client-2@storage-1",
+        "1 server rxe0 18517 1 - ib_write_bw/rail0/client-2@storage-1"]
     assert str(again.specs["client-1"]["schedule"]) == \
         "0 client rxe0 18515 1 10.77.0.1 ib_write_bw/rail0/client-1@storage-1"
     assert str(again.specs["client-2"]["schedule"]).splitlines() == [
         "0 client rxe1 18516 1 10.77.1.1 ib_write_bw/rail1/client-2@storage-1",
-        "1 client rxe0 18515 1 10.77.0.1 ib_write_bw/rail0/client-2@storage-1"]
+        "1 client rxe0 18517 1 10.77.0.1 ib_write_bw/rail0/client-2@storage-1"]
 
 
 def test_the_cache_probe_names_the_hosts_with_a_cache(out: Path, tmp_path: Path) -> None:
@@ -417,7 +443,8 @@ def test_perftest_uses_each_hosts_recorded_device_and_gid_and_names_a_missing_re
     # client-2's rail-1 device and GID index, against the server's rail-1 address
     assert runner.jobs[0].specs["client-2"]["schedule"] == \
         "0 client rxe1 18516 1 10.77.1.1 ib_write_bw/rail1/client-2@storage-1"
-    assert runner.jobs[0].specs["storage-1"]["schedule"] == "0 server rxe1 18516 1 - -"
+    assert runner.jobs[0].specs["storage-1"]["schedule"] == \
+        "0 server rxe1 18516 1 - ib_write_bw/rail1/client-2@storage-1"
     runner.rdma["client-2"] = {1: {"device": "mlx5_7", "gid_index": 3}}  # whatever the host recorded, not mlx5_<rail>
     run_waves(runner, perftest_check(out), "ib_write_bw", [], 10, [[Pair("storage", "client-2", 1, "storage-1", 1)]])
     assert str(runner.jobs[1].specs["client-2"]["schedule"]).startswith("0 client mlx5_7 18516 3 ")
