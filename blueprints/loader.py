@@ -293,6 +293,8 @@ def _problem(err: Any, doc: Any, lines: dict[tuple[str | int, ...], int]) -> Pro
     message = str(err["msg"]).removeprefix("Value error, ")
     if message.startswith("Input should be"):
         message = "expected a value that should be" + message.removeprefix("Input should be")
+    if kind in ("bool_type", "bool_parsing"):
+        message = "expected true or false"
 
     if kind == "extra_forbidden":
         _, parent_model = _resolve(loc[:-1])

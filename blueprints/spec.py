@@ -106,9 +106,20 @@ class ServingTargets(Strict):
     qps_per_gpu: int = Field(gt=0, le=10_000_000, description="Sustained queries per second per GPU")
 
 
+class PredictionTargets(Strict):
+    floor: Ratio = Field(
+        default="90%", validate_default=True,
+        description="A check measured below this share of what the plan predicts it should measure is a finding, "
+                    "e.g. 90% (the field's own pass marks sit at 90-94% of what a link carries)")
+    gate: bool = Field(default=False, strict=True, description="true: a check below the floor fails acceptance (by "
+                                                               "default it is information beside the verdict)")
+
+
 class Performance(Strict):
     storage: StorageTargets = Field(description="Storage data-path targets")
     network: NetworkTargets = Field(default_factory=NetworkTargets, description="Fabric targets")
+    predicted: PredictionTargets = Field(default_factory=PredictionTargets,
+                                         description="How a measure is held against the plan's prediction")
     serving: ServingTargets | None = Field(default=None, description="Only for business.type inference or mixed")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console, Group
 from rich.table import Table
 
-from blueprints.blueprint import AcceptancePlan, Blueprint, FioFootprint, Traced, WiringPlan
+from blueprints.blueprint import AcceptancePlan, Blueprint, Check, FioFootprint, Traced, WiringPlan
 from blueprints.figures import plain
 from blueprints.fleet_plan import FleetsPlan
 from blueprints.summary_ceph import ceph_tables
@@ -110,10 +110,10 @@ def summary(bp: Blueprint) -> Group:
                          "its owner alone attaches it", _why(s.nvmeof.namespace_size))
 
     checks = Table(title="acceptance checks", title_justify="left")
-    for col in ("id", "tool", "threshold", "severity", "from spec"):
+    for col in ("id", "tool", "threshold", "predicted", "severity", "from spec"):
         checks.add_column(col)
     for ch in bp.acceptance.checks:
-        checks.add_row(ch.id, ch.tool, f"{ch.op} {plain(ch.threshold)} {ch.unit}", ch.severity,
+        checks.add_row(ch.id, ch.tool, f"{ch.op} {plain(ch.threshold)} {ch.unit}", _predicted(ch), ch.severity,
                        ", ".join(ch.derived_from.spec))
     ceph = ceph_tables(s.ceph) if s.ceph is not None else []
     fleets = [_fleets(bp.fleets)] if bp.fleets is not None else []
@@ -124,6 +124,16 @@ def summary(bp: Blueprint) -> Group:
         parts.append(_footprint(bp.acceptance.footprint, bp.acceptance))
     parts.append(costs_table(bp.costs))
     return Group(*parts)
+
+
+def _predicted(check: Check) -> str:
+    """What the built cluster should measure and the floor below which a measure is a finding (or a miss, gated);
+    "-" where the plan predicts nothing (the lab, a check no model predicts yet)."""
+    p = check.predicted
+    if p is None:
+        return "-"
+    return f"{plain(round(p.figure.value, 2))} {check.unit} ({'gate' if p.gate.value else 'floor'} " \
+           f"{p.floor.value:.0%})"
 
 
 def _wiring(plan: WiringPlan) -> Table:

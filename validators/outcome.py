@@ -202,12 +202,21 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
             message = f"{shown}: missed"
     if value is not None and not math.isfinite(value):
         value = None
-    predicted = check.predicted.value if check.predicted is not None else None
+    prediction = check.predicted
+    predicted = prediction.figure.value if prediction is not None else None
     ratio = value / predicted if value is not None and predicted and status != "setup_error" else None
     notes = m.notes
-    if ratio is not None and predicted is not None and value is not None and check.predicted is not None:
-        notes += (f"measured {plain(value, 4)} {check.unit} is {ratio:.0%} of the predicted {plain(predicted, 4)} "
-                  f"{check.unit} ({check.predicted.derived_from.formula})",)
+    if ratio is not None and prediction is not None and value is not None:
+        figure = prediction.figure
+        said = (f"measured {plain(value, 4)} {check.unit} is {ratio:.0%} of the predicted {plain(figure.value, 4)} "
+                f"{check.unit} ({figure.derived_from.formula})")
+        below = _below(check, ratio)
+        if below is not None:
+            said = f"finding: {said}, {below}"
+            if prediction.gate.value and status == "pass":  # the spec gates on its predictions: a miss
+                status = "fail" if check.severity == "error" else "warn"
+                message = f"{message}; {below}: missed (performance.predicted.gate)"
+        notes += (said,)
     return CheckResult(
         id=check.id, tool=check.tool, metric=check.metric, op=check.op, threshold=check.threshold, unit=check.unit,
         severity=check.severity, scope=check.scope, spec=check.derived_from.spec, rule=check.derived_from.rule,
@@ -219,6 +228,14 @@ def judge(check: Check, m: Measurement, duration_s: float = 0.0) -> CheckResult:
         references=tuple(r for r in m.references if math.isfinite(r.y)), notes=notes, coverage=m.coverage,
         duration_s=round(duration_s, 3), predicted=predicted, of_predicted=None if ratio is None else round(ratio, 4),
     )
+
+
+def _below(check: Check, ratio: float) -> str | None:
+    """How a measure at ``ratio`` of its prediction falls short of the spec's floor, or None: at or above it (a
+    check whose threshold is a ceiling, latency say, is never predicted)."""
+    if check.predicted is None or ratio >= check.predicted.floor.value:
+        return None
+    return f"below the floor of {check.predicted.floor.value:.0%} of the prediction (performance.predicted.floor)"
 
 
 def exit_code(results: Iterable[CheckResult]) -> int:

@@ -46,7 +46,7 @@ from blueprints.blueprint.monitoring import (
     TargetPanel,
 )
 from blueprints.blueprint.acceptance import (
-    BUFFERED_WORKLOAD, AcceptancePlan, Check, FioFootprint, FioWorkload, ScratchArea, ScratchFs,
+    BUFFERED_WORKLOAD, AcceptancePlan, Check, FioFootprint, FioWorkload, Prediction, ScratchArea, ScratchFs,
 )
 from blueprints.blueprint.target import Provider, TargetPlan
 from blueprints.blueprint.costs import CostLine, CostPlan, PriceRow
@@ -59,7 +59,8 @@ __all__ = [
     "CephSetting", "Check", "ClientFs", "ClientSetting", "ComputePlan", "CostLine", "CostPlan", "DcqcnPlan",
     "EcnThresholds", "EnvVar", "EtsPlan", "FabricKind", "FabricPlan", "FioFootprint", "FioWorkload", "FsCacheCounters",
     "FsCachePlan", "LosslessBuffersPlan", "ManagedFsPlan", "MonitoringAuth", "MonitoringPlan", "NcclPlan", "NvmeofHost",
-    "NvmeofPlan", "NvmeofSubsystem", "PfcWatchdogPlan", "PriceRow", "ProtectionOption", "Provenance", "Provider",
+    "NvmeofPlan", "NvmeofSubsystem", "PfcWatchdogPlan", "Prediction", "PriceRow", "ProtectionOption", "Provenance",
+    "Provider",
     "QosPlan", "Query", "RecordingRule", "RuleGroup", "ScrapeJob", "ScrapeSet", "ScrapeTargets", "ScratchArea",
     "ScratchFs", "SharedCapability", "SharedFsPlan", "StorageEngine", "StorageFabricPlan", "StoragePlan", "SwitchTier",
     "TargetPanel", "TargetPlan", "TierPlan", "Tool", "Traced", "TrafficClassSlot", "WiredFabric", "WiringPlan",

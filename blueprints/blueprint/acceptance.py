@@ -13,6 +13,15 @@ from blueprints.traced import Provenance, Traced
 from blueprints.units import Duration, Size
 
 
+class Prediction(Frozen):
+    """What the built cluster should measure for a check, and how far below it a measure may come."""
+
+    figure: Traced[float] = Field(description="The predicted figure, in the check's unit (the report prints measured "
+                                              "/ predicted)")
+    floor: Traced[float] = Field(description="A measure below this share of the figure is a finding")
+    gate: Traced[bool] = Field(description="Whether a measure below the floor fails the check (else information)")
+
+
 class Check(Frozen):
     id: str = Field(description="Stable id, e.g. storage.read_throughput")
     tool: Tool
@@ -24,10 +33,10 @@ class Check(Frozen):
     scope: Literal["cluster", "host", "rail"] = Field(description="Where the measure is taken")
     args: CheckArgs = Field(description="Tool arguments from the plan, typed per tool family (check_args)")
     derived_from: Provenance
-    predicted: Traced[float] | None = Field(
-        default=None, description="What the built cluster should measure, in the check's unit, from the plan (the "
-                                  "report prints measured / predicted); None where the plan predicts nothing: the "
-                                  "lab (emulated), or a check no model predicts yet")
+    predicted: Prediction | None = Field(
+        default=None, description="What the built cluster should measure, from the plan, and the floor below which a "
+                                  "measure is a finding; None where the plan predicts nothing: the lab (emulated), "
+                                  "or a check no model predicts yet")
 
 
 ScratchFs = Literal["shared", "tier"]

@@ -1,5 +1,7 @@
 """The format of blueprint.yaml, and the refusal of one an older clustersmith wrote.
 
+Format 7: a check's ``predicted`` is a Prediction (the figure, and the spec's floor and gate: issue 41), where
+format 6 held the figure alone.
 Format 6: the Blueprint carries ``costs`` (each part's price from the price catalogue, or why it is unknown), and a
 check its ``predicted`` figure.
 Format 5: the FS-Cache check's counters are one set per kernel range (``args.counters``), where format 4 named one
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from blueprints.errors import ClusterSmithError, Problem
 
-BLUEPRINT_FORMAT = 6
+BLUEPRINT_FORMAT = 7
 
 
 def _old_args(data: dict[object, object]) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -35,6 +35,16 @@ class Nic(_Entry):
     speed: Rate = Field(description="Line rate, e.g. 400G")
     nccl_busbw: Rate | None = Field(default=None, description="Achievable NCCL bandwidth through one NIC")
     rdma_pass_fraction: float = Field(description="ib_write_bw pass mark as a fraction of line rate")
+    rdma_achieved_fraction: float | None = Field(
+        default=None, gt=0, le=1, description="What ib_write_bw achieves as a fraction of line rate in published runs "
+                                              "(the prediction); None where nothing is published")
+    rdma_achieved_source: str | None = Field(default=None, description="Where rdma_achieved_fraction was published")
+
+    @model_validator(mode="after")
+    def _achieved_with_its_source(self) -> Self:
+        if (self.rdma_achieved_fraction is None) != (self.rdma_achieved_source is None):
+            raise ValueError(f"NIC {self.name}: rdma_achieved_fraction and rdma_achieved_source go together")
+        return self
 
 
 class CephOsdRate(BaseModel):

@@ -59,6 +59,12 @@ CASES = [
      "apiVersion"),
     (("  fabric: ethernet", "  fabric: roce"), "target.fabric", "expected one of: roce, infiniband",
      "'ethernet'", None, "fabric:"),
+    (("performance:\n  predicted: {floor: 110%}\n  storage:", "performance:\n  storage:"),
+     "performance.predicted.floor", "expected a ratio between 0 and 1", "'110%'", None, "predicted:"),
+    (("performance:\n  predicted: {flor: 80%}\n  storage:", "performance:\n  storage:"),
+     "performance.predicted.flor", "unknown key 'flor'", None, "did you mean 'floor'?", "predicted:"),
+    (("performance:\n  predicted: {gate: 1}\n  storage:", "performance:\n  storage:"),
+     "performance.predicted.gate", "expected true or false", "1", None, "predicted:"),
 ]
 
 

@@ -85,6 +85,8 @@ def _mutations() -> st.SearchStrategy[tuple[Path, list[tuple[str, Any]]]]:
         st.tuples(st.just("performance.storage.jitter"), st.sampled_from(["<0%", "<5%", "<100%"])),
         st.tuples(st.just("compute.gpus"), st.sampled_from([1, 7, 8, 512, 4096])),
         st.tuples(st.just("performance.network.comm_share"), ratios),
+        st.tuples(st.just("performance.predicted.floor"), ratios),
+        st.tuples(st.just("performance.predicted.gate"), st.booleans()),
     )
     return st.tuples(st.sampled_from(EXAMPLES), st.lists(edit, min_size=1, max_size=4))
 
