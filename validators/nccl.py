@@ -5,7 +5,8 @@ Text: the table is read by its header, so every layout parses: the current one
 ``error`` column holds a float, the oldest without ``redop``, and the per-iteration (``-I``) and bitwise
 columns; alltoall rows of older versions that leave ``redop`` blank (nccl-tests#78) are read with no reduction.
 ``mpirun --tag-output`` prefixes (``[1,0]<stdout>:``) are stripped wherever they sit in a line (ranks
-writing at once interleave them mid-row) and interleaved ``NCCL INFO`` lines skipped. A log may hold several runs
+writing at once interleave them mid-row), so is Slurm's ``srun --label`` prefix (``0: ``) at the start of one, and
+interleaved ``NCCL INFO`` lines skipped. A log may hold several runs
 one after another (all_reduce_perf, all_gather_perf, ... as cluster scripts write them): each is its own
 ``NcclRun``, begun by nccl-tests' ``# nccl-tests version`` / ``# Collective test starting`` / ``# nThread`` lines
 or a new table header, ended by its own footer; runs are never merged. JSON (``-J``): the ``results[]`` the
@@ -34,6 +35,7 @@ from validators.errors import invalid, parse_error
 from validators.source import MAX_JSON, document, json_loads, lines
 
 TAG = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
+LABEL = re.compile(r"^\s*\d+: ")  # Slurm's srun --label: the task's number, a colon and a space
 RANK = re.compile(r"^#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)")
 STARTED = re.compile(r"^#\s*Collective test starting:\s*(?P<test>\S+)")
 SWEEP = re.compile(r"^#\s*nThread\s+\d+\s+nGpus\s+\d+\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)")
@@ -234,7 +236,7 @@ def iter_nccl_runs(text_lines: Iterable[str], source: str = "<nccl-tests>", star
     run = _Run(start)
     first = ""
     for n, raw in enumerate(text_lines, start=start):
-        line = TAG.sub("", raw).strip()
+        line = TAG.sub("", LABEL.sub("", raw, count=1)).strip()
         first = first or line[:60]
         if line.startswith("#"):
             words = line.lstrip("#").split()

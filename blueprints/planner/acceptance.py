@@ -37,6 +37,7 @@ from blueprints.figures import plain
 from blueprints.planner.context import PlanContext
 from blueprints.planner.fio_workloads import plan_footprint, plan_scratch, plan_workloads, workload_args
 from blueprints.planner.monitoring import HIT_RATIO
+from blueprints.planner.nccl_model import NcclFabric, allreduce_busbw
 from blueprints.traced import Traced, traced
 from blueprints.units import Duration, Rate
 
@@ -99,6 +100,19 @@ def predicted_from_line_rate(ctx: PlanContext, check: Check, nic: Nic, gbit: flo
                                       "acceptance.predicted_perftest",
                                       f"{plain(gbit)} Gb/s x {fraction:.1%} (ib_write_bw's achieved share of line "
                                       f"rate: {nic.rdma_achieved_source})"))
+
+
+def predicted_nccl(ctx: PlanContext, compute: ComputePlan, check: Check) -> Check:
+    """``check`` (all_reduce busbw across every GPU node) predicted by the bandwidth model of
+    ``blueprints.planner.nccl_model`` for the plan's nodes, GPUs and rails (its error on published logs:
+    docs/benchmarks.md); no prediction where the model has none."""
+    got = allreduce_busbw(NcclFabric(nodes=compute.nodes.value, gpus_per_node=compute.gpus_per_node,
+                                     nics=compute.rails.value, nic_gbit=compute.rail_speed.gbit,
+                                     gpu=compute.accelerator))
+    if got is None:
+        return check
+    return predict(ctx, check, traced(round(got.busbw, 6), list(check.derived_from.spec), "acceptance.predicted_nccl",
+                                      got.formula))
 
 
 def nccl_tests(ctx: PlanContext) -> tuple[str, ...]:
@@ -198,21 +212,21 @@ def plan_acceptance(ctx: PlanContext, compute: ComputePlan, fabric: FabricPlan, 
         severity = "error" if ctx.req.performance.network.comm_share.value >= 0.3 else "warning"
         tests = nccl_tests(ctx)
         transport = nccl_transport(ctx, fabric)
-        checks.append(_check(ctx, "nccl.allreduce_busbw", "nccl", "all_reduce busbw at the largest size", ">=",
-                             expect, "GB/s", ["compute.accelerator", "performance.network.comm_share",
-                                              "business.type", "business.domain", "target.provider"],
-                             "acceptance.nccl_busbw_per_nic",
-                             f"{compute.rails.value} x {compute.rail_speed} x {fraction:.2f} "
-                             f"(46 GB/s per 400G NIC, nccl-tests#290); over {compute.nodes.value} node(s) x "
-                             f"{compute.gpus_per_node} GPU(s), one rank per GPU; runs {', '.join(tests)} "
-                             f"(business {ctx.req.business.type}/{ctx.req.business.domain}); NCCL must use "
-                             f"{transport} between nodes", severity=severity,
-                             args=NcclArgs(
-                                 # information for the report beside what NCCL chose, never pass/fail
-                                 algorithm_expectation=nccl.algorithm_expectation.value,
-                                 # what the runner launches and the debug log must show (validators.nccl_run)
-                                 tests=tests, nodes=compute.nodes.value, gpus_per_node=compute.gpus_per_node,
-                                 transport=transport, gpus="emulated" if ctx.is_lab else "real")))
+        checks.append(predicted_nccl(ctx, compute, _check(
+            ctx, "nccl.allreduce_busbw", "nccl", "all_reduce busbw at the largest size", ">=", expect, "GB/s",
+            ["compute.accelerator", "performance.network.comm_share", "business.type", "business.domain",
+             "target.provider"],
+            "acceptance.nccl_busbw_per_nic",
+            f"{compute.rails.value} x {compute.rail_speed} x {fraction:.2f} (46 GB/s per 400G NIC, nccl-tests#290); "
+            f"over {compute.nodes.value} node(s) x {compute.gpus_per_node} GPU(s), one rank per GPU; runs "
+            f"{', '.join(tests)} (business {ctx.req.business.type}/{ctx.req.business.domain}); NCCL must use "
+            f"{transport} between nodes", severity=severity,
+            args=NcclArgs(
+                # information for the report beside what NCCL chose, never pass/fail
+                algorithm_expectation=nccl.algorithm_expectation.value,
+                # what the runner launches and the debug log must show (validators.nccl_run)
+                tests=tests, nodes=compute.nodes.value, gpus_per_node=compute.gpus_per_node,
+                transport=transport, gpus="emulated" if ctx.is_lab else "real"))))
     if storage.nvmeof is not None:
         nv = storage.nvmeof
         delay = nv.reconnect_delay.value

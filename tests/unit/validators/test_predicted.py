@@ -49,7 +49,7 @@ def test_ib_write_bw_predicts_the_line_rate_times_the_published_achieved_share()
 def test_the_lab_and_checks_no_model_predicts_carry_no_prediction() -> None:
     assert check("lab", "storage.read_throughput").predicted is None
     assert check("lab", "rdma.write_bw").predicted is None
-    assert check("cv-training-500tb", "nccl.allreduce_busbw").predicted is None
+    assert check("cv-training-500tb", "storage.latency_p99").predicted is None  # a ceiling: nothing predicts it
 
 
 def test_a_pass_at_60_percent_of_the_prediction_says_so() -> None:
