@@ -24,7 +24,7 @@ from blueprints.blueprint.check_args import CephArgs, args_as
 from validators.ceph import parses
 from validators.checks.ceph import FOLDER, OUTPUTS
 from validators.inventory import Inventory
-from validators.run.plumbing import Session
+from validators.run.plumbing import TIMED_OUT, Session
 
 # The plan names no cluster, so Ceph's default name: the ceph role's /etc/ceph/ceph.conf and the admin keyring it
 # installs at /etc/ceph/<cluster>.client.admin.keyring.
@@ -33,7 +33,6 @@ CLUSTER = "ceph"
 # in 6-11 s under TCG (CEPH_MEASURED.md), so 30 s to connect and 60 s for the whole call, killed by timeout(1) after.
 CONNECT_TIMEOUT_S = 30
 CALL_TIMEOUT_S = 60
-TIMED_OUT = 124  # timeout(1)'s exit status for a command it killed
 NOT_MADE = 125  # playbooks/ceph.yml: not made, an earlier call found no monitor answering
 
 COMMANDS = {"status": ["status"], "osd-pool-ls-detail": ["osd", "pool", "ls", "detail"], "osd-tree": ["osd", "tree"]}

@@ -46,7 +46,7 @@ from validators.nccl_run import (
     sweep,
 )
 from validators.run.jobs import Job, SpecValue, argv_text
-from validators.run.plumbing import Session, last_line
+from validators.run.plumbing import TIMED_OUT, Session, last_line
 
 PREFLIGHT_LIMIT_S = 120
 
@@ -162,7 +162,7 @@ def _launch(session: Session, check: Check, step: str, launches: dict[str, tuple
 
 def _exit_reason(rc: object, log: Path) -> str:
     """The launch's exit status and the tool's own last words (the log's last line)."""
-    if rc == 124:
+    if rc == TIMED_OUT:
         return f"timed out after {RUN_TIMEOUT_S} s"
     last = last_line(log)
     return f"exited {rc}" + (f": {last}" if last else " with no output")

@@ -37,7 +37,7 @@ from blueprints.blueprint import Check
 from blueprints.blueprint.check_args import PerftestArgs
 from blueprints.hosts import expand
 from validators.run.jobs import Job, SpecValue, argv_text
-from validators.run.plumbing import HostOutcome, Session, last_line
+from validators.run.plumbing import TIMED_OUT, HostOutcome, Session, last_line
 
 PERFTEST_PORT = 18515  # perftest's own default: the first wave's rail 0; every wave has ports of its own after it
 PORTS = 65536 - PERFTEST_PORT
@@ -202,7 +202,7 @@ def server_words(session: Session, tool: str, pair: Pair, timeout_s: int) -> str
     rc = rc_file.read_text(encoding="utf-8").strip() if rc_file.is_file() else "0"
     if rc == "0":
         return None
-    if rc == "124":
+    if rc == str(TIMED_OUT):
         return f"its server on {pair.server} waited {timeout_s} s and no client came"
     err = pair.file(session, tool, ".server.err")
     lines = [line.strip() for line in err.read_text(encoding="utf-8", errors="replace").splitlines()

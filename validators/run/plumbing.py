@@ -93,6 +93,9 @@ class HostOutcome:
         return [r.words for r in self.records if r.kind == "retried" and r.key == key]
 
 
+TIMED_OUT = 124  # timeout(1)'s exit status for a command it killed
+
+
 def last_line(path: Path) -> str:
     """A tool's last words: the last non-empty line of its output file ("" when there is none or no file)."""
     last = ""
@@ -389,4 +392,5 @@ class _Shard:
     groups: dict[str, dict[str, Any]]
 
 
-__all__ = ["Collected", "HostOutcome", "Job", "Session", "StepTiming", "ansible_env", "failure", "last_line"]
+__all__ = ["TIMED_OUT", "Collected", "HostOutcome", "Job", "Session", "StepTiming", "ansible_env", "failure",
+           "last_line"]
