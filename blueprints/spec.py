@@ -395,6 +395,15 @@ class ExternalStorage(Strict):
         return self.mount_point or f"/mnt/{self.type}"
 
 
+class CostSpec(Strict):
+    """How bought hardware is priced (bare metal): its list price spread over months."""
+
+    amortise_months: int = Field(
+        default=60, gt=0, le=240,
+        description="Months over which a bought server's list price is spread to a monthly cost, on target.provider "
+                    "baremetal: 60 (five years) by default, a policy of yours rather than a published figure")
+
+
 class StorageSpec(Strict):
     """Where the data lives. Omit it for the engine clustersmith builds on the target."""
 
@@ -421,6 +430,7 @@ class Requirements(Strict):
     storage: StorageSpec | None = Field(
         default=None, description="Where the data lives: omit it for the engine clustersmith builds on the target "
                                   "(Ceph on baremetal and lab, the provider's managed Lustre on the clouds)")
+    costs: CostSpec = Field(default_factory=CostSpec, description="How bought hardware is priced (baremetal)")
 
     @model_validator(mode="after")
     def _serving_matches_business(self) -> Requirements:
@@ -440,6 +450,11 @@ class Requirements(Strict):
         external = self.storage.external if self.storage is not None else None
         if external is not None:
             _external_fits_target(external, self.target.provider)
+        if "costs" in self.model_fields_set and self.target.provider != "baremetal":
+            raise RuleError("costs.amortise_months",
+                            f"costs is set but target.provider is {self.target.provider!r}: nothing there is bought "
+                            "(the clouds bill by the hour, the lab runs on this machine); expected costs only for "
+                            "target.provider baremetal")
         return self
 
 

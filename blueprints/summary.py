@@ -12,7 +12,7 @@ from blueprints.blueprint import AcceptancePlan, Blueprint, Check, FioFootprint,
 from blueprints.figures import plain
 from blueprints.fleet_plan import FleetsPlan
 from blueprints.summary_ceph import ceph_tables
-from blueprints.summary_costs import costs_table, stale_rows
+from blueprints.summary_costs import costs_table, stale_rows, storage_options_table
 
 
 def _t(value: Traced[Any]) -> str:
@@ -86,14 +86,7 @@ def summary(bp: Blueprint) -> Group:
     for tier in s.tiers:
         storage.add_row(tier.name, tier.media, _t(tier.usable), tier.protection.value, _t(tier.raw),
                         _t(tier.nodes), f"{tier.aggregate_read.value}  [{_why(tier.aggregate_read)}]")
-    protection = Table(title="protection options (raw capacity each needs)", title_justify="left")
-    for col in ("tier", "option", "raw / usable", "raw", "min nodes"):
-        protection.add_column(col)
-    for tier in s.tiers:
-        for o in tier.alternatives:
-            label = f"ec-{o.data}+{o.parity}" if o.scheme == "erasure" else f"replica-{o.parity + 1}"
-            mark = " (chosen)" if label == tier.protection.value else ""
-            protection.add_row(tier.name, label + mark, plain(o.multiplier, 4), str(o.raw), str(o.min_nodes))
+    protection = storage_options_table(s.tiers)
     designed = Table(title="targets versus design", title_justify="left")
     for col in ("target", "spec", "design", "how"):
         designed.add_column(col)

@@ -7,7 +7,7 @@ from datetime import date
 
 from rich.table import Table
 
-from blueprints.blueprint import CostPlan
+from blueprints.blueprint import CostPlan, TierPlan
 from blueprints.blueprint.costs import UNIT_PLURAL
 from blueprints.figures import quantity, usd
 
@@ -51,4 +51,28 @@ def costs_table(costs: CostPlan) -> Table:
         table.add_row("total", "", "", "unknown", "unknown", "no part of the design has a known price")
     else:
         table.add_row("nothing to price", "", "", "", "", "the lab runs on this machine")
+    return table
+
+
+def storage_options_table(tiers: tuple[TierPlan, ...]) -> Table:
+    """Each storage tier's options (server shape x protection): the servers each needs and what sets them, the raw
+    capacity they hold, the read headroom over the tier's target and the monthly cost; "pareto" where no other option
+    is as good on all three and better on one. The caption says whether cost or the rules chose, and which price rows
+    would let cost choose."""
+    table = Table(title="storage options (cost against read headroom and raw capacity)", title_justify="left")
+    for col in ("tier", "server (media)", "protection", "nodes (set by)", "raw", "read headroom", "per month", ""):
+        table.add_column(col, justify="right" if col in ("read headroom", "per month") else "left", overflow="fold")
+    notes = []
+    for tier in tiers:
+        for o in tier.options:
+            mark = ", ".join(m for m, on in (("chosen", o.chosen), ("pareto", o.pareto)) if on)
+            headroom = f"{o.headroom * 100:+.1f}%" if o.headroom is not None else "no target"
+            nodes = f"{o.nodes} ({o.binding})" if o.protection != "provider-managed" else f"managed ({o.binding})"
+            table.add_row(tier.name, f"{o.server} ({o.media})", o.protection, nodes, str(o.raw),
+                          headroom, usd(o.per_month) if o.per_month is not None else "unknown", mark)
+        if tier.options:
+            notes.append(f"{tier.name}: least cost (HiGHS)" if tier.decided_by == "cost" else
+                         f"{tier.name}: rules (unpriced: {', '.join(tier.unpriced)})")
+    table.caption = "; ".join(notes)
+    table.caption_justify = "left"
     return table

@@ -39,7 +39,8 @@ from blueprints.blueprint.shared_fs import (
     ClientFs, ClientSetting, FsCacheCounters, FsCachePlan, SharedCapability, SharedFsPlan, StorageEngine,
 )
 from blueprints.blueprint.storage import (
-    CachePlan, ManagedFsPlan, NvmeofHost, NvmeofPlan, NvmeofSubsystem, ProtectionOption, StoragePlan, TierPlan,
+    CachePlan, ManagedFsPlan, NvmeofHost, NvmeofPlan, NvmeofSubsystem, ProtectionOption, StoragePlan, TierOption,
+    TierPlan,
 )
 from blueprints.blueprint.monitoring import (
     AlertRule, MonitoringAuth, MonitoringPlan, Query, RecordingRule, RuleGroup, ScrapeJob, ScrapeSet, ScrapeTargets,
@@ -63,7 +64,8 @@ __all__ = [
     "Provider",
     "QosPlan", "Query", "RecordingRule", "RuleGroup", "ScrapeJob", "ScrapeSet", "ScrapeTargets", "ScratchArea",
     "ScratchFs", "SharedCapability", "SharedFsPlan", "StorageEngine", "StorageFabricPlan", "StoragePlan", "SwitchTier",
-    "TargetPanel", "TargetPlan", "TierPlan", "Tool", "Traced", "TrafficClassSlot", "WiredFabric", "WiringPlan",
+    "TargetPanel", "TargetPlan", "TierOption", "TierPlan", "Tool", "Traced", "TrafficClassSlot", "WiredFabric",
+    "WiringPlan",
     "blueprint_data", "dump_blueprint", "load_blueprint", "traced",
 ]
 

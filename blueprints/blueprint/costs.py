@@ -22,7 +22,7 @@ class PriceRow(Frozen):
 
     name: str = Field(description="<item>/<region>/<purchase>")
     price: float = Field(gt=0, description="US dollars per unit")
-    unit: Literal["hour", "gb_month"]
+    unit: Literal["hour", "gb_month", "each"]
     source: str
     url: str
     read: str = Field(description="When the source was read: YYYY-MM-DD, or YYYY-MM / YYYY")

@@ -1,5 +1,8 @@
 """The format of blueprint.yaml, and the refusal of one an older clustersmith wrote.
 
+Format 8: each storage tier carries the options weighed (``options``: server shape, protection, servers, raw, read
+headroom, monthly cost, Pareto mark), whether cost or the rules chose (``decided_by``) and the price rows missing
+(``unpriced``); a price row's unit may be ``each`` (a bought server at its list price).
 Format 7: a check's ``predicted`` is a Prediction (the figure, and the spec's floor and gate: issue 41), where
 format 6 held the figure alone.
 Format 6: the Blueprint carries ``costs`` (each part's price from the price catalogue, or why it is unknown), and a
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from blueprints.errors import ClusterSmithError, Problem
 
-BLUEPRINT_FORMAT = 7
+BLUEPRINT_FORMAT = 8
 
 
 def _old_args(data: dict[object, object]) -> bool:

@@ -24,6 +24,24 @@ class ProtectionOption(Frozen):
     min_nodes: int = Field(description="Failure domains the option needs")
 
 
+class TierOption(Frozen):
+    """One server shape under one protection option, weighed for a tier (planner/storage_optimizer.py)."""
+
+    server: str = Field(description="Catalog server shape")
+    media: str = Field(description="Its drives' media class")
+    protection: str = Field(description="e.g. ec-8+2 or replica-3")
+    nodes: int = Field(description="Servers it needs: the largest of what each constraint needs")
+    binding: Literal["read", "write", "capacity", "failure domains"] = Field(
+        description="The constraint that sets the server count")
+    raw: Size = Field(description="Raw capacity of those servers")
+    aggregate_read: Rate = Field(description="Their read throughput under this protection")
+    headroom: float | None = Field(description="aggregate read / the tier's read target - 1; None where the tier "
+                                               "has no read target")
+    per_month: float | None = Field(description="US dollars a month (list prices amortised); None where unknown")
+    pareto: bool = Field(description="No other option is as good on cost, headroom and raw capacity and better on one")
+    chosen: bool
+
+
 class TierPlan(Frozen):
     name: Literal["local_cache", "hot", "warm", "cold"]
     media: str
@@ -36,6 +54,11 @@ class TierPlan(Frozen):
     per_node_read: Rate
     aggregate_read: Traced[Rate]
     read_latency: Duration | None = Field(default=None, description="4k read latency of the media")
+    options: tuple[TierOption, ...] = Field(default=(), description="Server shapes and protections weighed")
+    decided_by: Literal["cost", "rules"] = Field(
+        default="rules", description="cost: the least-cost program chose (every option priced); rules: the "
+                                     "planner's rules, some option's list price being unknown")
+    unpriced: tuple[str, ...] = Field(default=(), description="Price rows whose price would let cost decide")
 
 
 class NvmeofSubsystem(Frozen):

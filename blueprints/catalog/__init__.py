@@ -139,8 +139,8 @@ class ManagedFileSystem(_Entry):
     large_step_above: Size | None = Field(default=None, description="Capacity above which large_step applies")
 
 
-PricePurchase = Literal["on_demand", "spot", "capacity_block"]
-PriceUnit = Literal["hour", "gb_month"]
+PricePurchase = Literal["on_demand", "spot", "capacity_block", "list"]  # list: bought at its list price
+PriceUnit = Literal["hour", "gb_month", "each"]  # each: one item bought
 # a day, or the month or year where the source gives no day
 _READ = r"^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$"
 
@@ -154,7 +154,8 @@ class Price(BaseModel):
     item: str = Field(description="What is priced, as the catalog names it: an instance type, a file system tier")
     region: str = Field(description="Where the price holds; 'any' where the source does not say")
     purchase: PricePurchase
-    unit: PriceUnit = Field(description="hour: per instance-hour; gb_month: per GB of provisioned capacity a month")
+    unit: PriceUnit = Field(description="hour: per instance-hour; gb_month: per GB of provisioned capacity a month; "
+                                        "each: one item bought (purchase list)")
     price: float | Literal["unknown"] = Field(description="US dollars per unit, or unknown")
     source: str = Field(default="", description="What the page says and how the figure was read from it")
     searched: str = Field(default="", description="For an unknown price: where it was looked for")

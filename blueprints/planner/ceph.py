@@ -45,6 +45,8 @@ from blueprints.planner.storage_fabric import client_rails
 from blueprints.units import Rate, Size
 
 # CRUSH device class per tier, set explicitly on every OSD (Ceph's classes are free strings; never auto-detected).
+# A class names its tier by the media the rules give it; where cost chose other media (planner/storage_optimizer.py),
+# the class still names the tier, so that its pools and CRUSH rules stay the same.
 DEVICE_CLASS = {"hot": "nvme", "warm": "qlc", "cold": "hdd"}
 FS_NAME = "cephfs"
 METADATA_POOL = "cephfs_metadata"

@@ -3,8 +3,9 @@
 
 Clouds: every host group's instances at the price of the way the fleets buy them (on demand, or a Capacity Block;
 a reservation's price is the user's contract, so unknown), and the managed file system per GB-month. Bare metal:
-servers and switches are bought, not rented: a list price amortised over a stated period plus power would price
-them, and the catalogue has neither, so each is named unpriced. The lab runs on this machine: nothing to price.
+servers and switches are bought, not rented: a list price (purchase list) spread over the spec's
+costs.amortise_months prices each; the shipped catalogue has none found yet, so each is named unpriced, and power is
+not priced (no power draw per server shape in the catalogue). The lab runs on this machine: nothing to price.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from blueprints.traced import Traced, traced
 
 PURCHASE: dict[str, PricePurchase | None] = {"on-demand": "on_demand", "capacity-block": "capacity_block",
                                              "reservation": None}
+# What sets each bought host group's count: the GPUs for the GPU nodes, the data and targets for the storage servers
+OWNED_SPEC = {"gpu_client": ("compute.gpus",), "monitoring": ("target.provider",),
+              "storage_target": ("data.training_set", "performance.storage.read_throughput")}
 ROLE_PART = {"gpu_client": "GPU nodes", "storage_target": "storage servers", "monitoring": "monitoring host"}
 
 
@@ -94,10 +98,23 @@ def _file_system(ctx: PlanContext, managed: ManagedFsPlan) -> CostLine:
                    managed.capacity.derived_from.spec)
 
 
-def _owned(part: str, item: str, count: int, unit: str) -> CostLine:
-    return CostLine(part=part, item=item, quantity=count, unit=unit, purchase="owned",
-                    unknown="bare metal is priced by list price amortised over a stated period plus power; the "
-                            "price catalogue has neither for it")
+def _owned(ctx: PlanContext, part: str, item: str, count: int, unit: str, spec: tuple[str, ...]) -> CostLine:
+    """A bought part: its list price spread over the spec's costs.amortise_months, or why it has none. Power is not
+    in it: the catalogue holds no power draw for a server shape."""
+    row, why = _row(ctx.catalog.prices, item, None, "list")
+    if row is None:
+        return CostLine(part=part, item=item, quantity=count, unit=unit, purchase="owned",
+                        unknown=f"{why}; bare metal is priced by its list price amortised over costs.amortise_months")
+    months = ctx.req.costs.amortise_months
+    month = count * row.price / months
+    units = figures.quantity(count, unit, UNIT_PLURAL.get(unit, ""))
+    spec = (*spec, "costs.amortise_months")
+    per_month = traced(month, spec, "costs.amortised",
+                       f"{units} x {usd(row.price)} / {months} months = {usd(month)}/month ({_cited(row)})")
+    per_hour = traced(month / HOURS_PER_MONTH, spec, "costs.month",
+                      f"{usd(month)}/month / {HOURS_PER_MONTH} h = {usd(month / HOURS_PER_MONTH)}/h")
+    return CostLine(part=part, item=item, quantity=count, unit=unit, purchase="owned", row=row,
+                    per_hour=per_hour, per_month=per_month)
 
 
 def _total(lines: list[CostLine], field: str, unit: str) -> Traced[float] | None:
@@ -122,9 +139,9 @@ def plan_costs(ctx: PlanContext, compute: ComputePlan, hosts: tuple[HostGroup, .
         if managed is not None:
             lines.append(_file_system(ctx, managed))
     elif provider == "baremetal":
-        lines += [_owned(_hosts_part(g), g.node_type, g.count, "host")
+        lines += [_owned(ctx, _hosts_part(g), g.node_type, g.count, "host", OWNED_SPEC[g.role])
                   for g in hosts if g.count]
-        lines += [_owned(f"{t.fabric} {t.tier} switches", t.model, t.count, "switch")
+        lines += [_owned(ctx, f"{t.fabric} {t.tier} switches", t.model, t.count, "switch", ("compute.gpus",))
                   for t in (wiring.switches if wiring is not None else ())]
     return CostPlan(max_age_days=ctx.catalog.prices.max_age_days, lines=tuple(lines),
                     total_per_hour=_total(lines, "per_hour", "/h"),

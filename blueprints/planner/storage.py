@@ -22,7 +22,6 @@ from typing import Literal
 from blueprints.blueprint import (
     CachePlan,
     ComputePlan,
-    ManagedFsPlan,
     NvmeofPlan,
     NvmeofSubsystem,
     ProtectionOption,
@@ -32,16 +31,18 @@ from blueprints.blueprint import (
     Traced,
     traced,
 )
-from blueprints.catalog import ManagedFileSystem, StorageServer
+from blueprints.catalog import StorageServer
 from blueprints.errors import InfeasibleError, Problem
-from blueprints.figures import counted
+from blueprints.figures import counted, usd
 from blueprints.planner.ceph import LAB_EC, node_rates, plan_ceph, protection_label
 from blueprints.planner.context import PlanContext, ceil_div
 from blueprints.planner.fio_workloads import TIERED_MOUNT
 from blueprints.planner.hosts import client_group, storage_group
 from blueprints.planner.lab import LAB_OSDS
-from blueprints.planner.shared_fs import plan_ceph_mount, plan_external_mount, plan_managed_mount
-from blueprints.spec import ExternalStorage, LabTarget
+from blueprints.planner.shared_fs import plan_ceph_mount
+from blueprints.planner.storage_optimizer import Candidate, options, solve
+from blueprints.planner.storage_services import plan_external, plan_managed, raise_all
+from blueprints.spec import LabTarget
 from blueprints.units import Duration, Rate, Ratio, Size
 
 # The most servers one tier may plan. The Blueprint lists every storage server as a host, and a 100,000-GPU spec must
@@ -56,6 +57,10 @@ EC_PROFILES = ((8, 2), (6, 3), (4, 2))  # widest first; raw multipliers 1.25, 1.
 REPLICAS = 3
 RDMA_SMALL_MESSAGE = Duration.parse("2us")  # ib_read_lat ~1-2 us (field-numbers 8)
 TierName = Literal["local_cache", "hot", "warm", "cold"]
+# The media a tier's servers may carry: the hot and warm tiers flash, the cold tier any (its rule default is HDD)
+TIER_MEDIA: dict[str, tuple[str, ...]] = {"hot": ("nvme_tlc", "nvme_qlc"), "warm": ("nvme_tlc", "nvme_qlc"),
+                                          "cold": ("nvme_tlc", "nvme_qlc", "hdd")}
+LAB_SERVER = "lab-target"
 
 
 def protection_options(usable: float) -> list[ProtectionOption]:
@@ -83,78 +88,157 @@ def _server_capacity(ctx: PlanContext, server: StorageServer) -> tuple[Size, Dur
     return Size.of(server.drives * drive.capacity.value), drive.read_latency
 
 
+def _eligible(ctx: PlanContext, name: TierName, default: str) -> list[StorageServer]:
+    """The server shapes a tier may take: drives of its media classes and, for the hot tier, media that reads fast
+    enough for the latency target (the default shape always, so that the rules can name a target it misses)."""
+    target = ctx.req.performance.storage.latency_p99.value
+    out = []
+    for server in ctx.catalog.storage_servers.values():
+        drive = ctx.catalog.drives[server.drive]
+        fast = name != "hot" or drive.read_latency.value + RDMA_SMALL_MESSAGE.value < target
+        if server.name == default or (server.name != LAB_SERVER and drive.media in TIER_MEDIA[name] and fast):
+            out.append(server)
+    return out
+
+
+def _monthly(ctx: PlanContext, server: StorageServer) -> tuple[float | None, str]:
+    """One server's monthly cost (its list price over costs.amortise_months) and how, or None and the row's name."""
+    row = ctx.catalog.prices.find(server.name, None, "list")
+    if row is None or row.price == "unknown":
+        return None, row.name if row is not None else f"{server.name}/any/list (no row)"
+    months = ctx.req.costs.amortise_months
+    month = row.price / months
+    return month, (f"{server.name} {usd(row.price)} / {months} months = {usd(month)} a month (price row {row.name}, "
+                   f"read {row.read} from {row.url})")
+
+
+def _candidates(ctx: PlanContext, name: TierName, servers: list[StorageServer], usable: float, read_target: float,
+                write_target: float) -> list[Candidate]:
+    out = []
+    for server in servers:
+        per_cap, _ = _server_capacity(ctx, server)
+        month, _ = _monthly(ctx, server)
+        out += [Candidate(tier=name, server=server, media=ctx.catalog.drives[server.drive].media, option=o,
+                          rates=node_rates(ctx, server, o), per_node_raw=per_cap.value, read_target=read_target,
+                          write_target=write_target, per_month=month)
+                for o in protection_options(usable) if o.scheme != "none"]
+    return out
+
+
+def _why(c: Candidate) -> list[str]:
+    """The arithmetic of each constraint's server count, for the Blueprint's trace."""
+    n = c.needs()
+    why = [f"capacity: raw {c.option.raw} / {Size.of(c.per_node_raw)} per node = {n['capacity']}",
+           f"{protection_label(c.option)} needs {c.option.min_nodes} hosts (k+m+1, replicas+1)"]
+    if c.read_target:
+        why.insert(0, f"read: {Rate.of(c.read_target)} / {c.rates.read} per node [{c.rates.read_why}] = {n['read']}")
+    if c.write_target:
+        why.insert(1, f"write: {Rate.of(c.write_target)} / {c.rates.write} per node [{c.rates.write_why}] "
+                      f"= {n['write']}")
+    return why
+
+
+def _by_rules(cands: list[Candidate], prefer_erasure: bool) -> Candidate:
+    """Fewest nodes, then (``prefer_erasure``) an erasure code, then the least raw capacity."""
+    return min(cands, key=lambda c: (c.nodes, prefer_erasure and c.option.scheme != "erasure", c.option.multiplier))
+
+
 def _size_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float, usable_spec: list[str],
                usable_formula: str, read_target: float = 0.0, write_target: float = 0.0,
                fixed_nodes: int | None = None, problems: list[Problem] | None = None,
                prefer_erasure: bool = False) -> TierPlan:
-    """Size one tier: for each protection option, the nodes that read, write (Ceph's per-node rates under that
-    option, writes after its amplification), raw capacity and failure domains need; keep the option needing
-    fewest nodes, then the least raw capacity (``prefer_erasure``: an erasure code whenever it needs no more servers
-    than 3 replicas, since only then does it save raw capacity that is bought: with drives fixed per server, an
-    erasure code's k+m+1 hosts can cost more disks than replicas' 4)."""
-    server = ctx.catalog.storage_servers[server_name]
-    per_cap, latency = _server_capacity(ctx, server)
+    """Size one tier: for each server shape and protection option, the nodes that read, write (Ceph's per-node rates
+    under that option, writes after its amplification), raw capacity and failure domains need. Where every shape
+    the tier may take has a list price, the least monthly cost decides (planner/storage_optimizer.py); elsewhere
+    the rules: the default shape's option needing fewest nodes, then the least raw capacity (``prefer_erasure``: an
+    erasure code whenever it needs no more servers than 3 replicas, since only then does it save raw capacity that
+    is bought: with drives fixed per server, an erasure code's k+m+1 hosts can cost more disks than replicas' 4)."""
     spec = list(usable_spec)
     if read_target:
         spec.append("performance.storage.read_throughput")
     if write_target:
         spec.append("performance.storage.write_throughput")
-
-    def counts(o: ProtectionOption) -> tuple[int, int, int]:
-        rates = node_rates(ctx, server, o)
-        n_read = ceil_div(read_target, rates.read.value) if read_target else 0
-        n_write = ceil_div(write_target, rates.write.value) if write_target else 0
-        return n_read, n_write, ceil_div(o.raw.value, per_cap.value)
-
-    def need(o: ProtectionOption) -> tuple[int, list[str]]:
-        rates = node_rates(ctx, server, o)
-        n_read, n_write, n_cap = counts(o)
-        why = [f"capacity: raw {o.raw} / {per_cap} per node = {n_cap}",
-               f"{protection_label(o)} needs {o.min_nodes} hosts (k+m+1, replicas+1)"]
-        if n_read:
-            why.insert(0, f"read: {Rate.of(read_target)} / {rates.read} per node [{rates.read_why}] = {n_read}")
-        if n_write:
-            why.insert(1, f"write: {Rate.of(write_target)} / {rates.write} per node [{rates.write_why}] = {n_write}")
-        return max(n_read, n_write, n_cap, o.min_nodes), why
-
-    options = protection_options(usable)
     if fixed_nodes is not None:
-        spec.append("target.storage_targets")
-        chosen = lab_option(usable)
-        options = [chosen]
-        nodes, why = fixed_nodes, [f"{fixed_nodes} storage VM(s) from target.storage_targets, "
-                                   f"{LAB_OSDS} OSDs: EC 2+1 with failure domain osd (k+m+1 = {LAB_OSDS})"]
-    else:
-        options = [o for o in options if o.scheme != "none"]  # all weighed in the plan's protection table
-        ranked = sorted(((*need(o), o) for o in options),
-                        key=lambda t: (t[0], prefer_erasure and t[2].scheme != "erasure", t[2].multiplier))
-        nodes, why, chosen = ranked[0]
-        if nodes > MAX_STORAGE_NODES and problems is not None:
-            n_read, n_write, n_cap = counts(chosen)
-            driver = max((n_read, "performance.storage.read_throughput"),
-                         (n_write, "performance.storage.write_throughput"), (n_cap, usable_spec[0]))[1]
-            problems.append(Problem(driver, f"the {name} tier needs {nodes} storage servers (" + "; ".join(why)
-                                    + f"); expected at most {MAX_STORAGE_NODES} per tier"))
-    per_read = node_rates(ctx, server, chosen).read
-    rule = "storage.ec_where_it_saves_servers" if prefer_erasure else "storage.fewest_nodes_then_least_raw"
+        return _lab_tier(ctx, name, server_name, usable, usable_spec, usable_formula, fixed_nodes, spec)
+    eligible = _eligible(ctx, name, server_name)
+    unpriced = tuple(dict.fromkeys(why for s in eligible for m, why in [_monthly(ctx, s)] if m is None))
+    chosen: Candidate | None = None
+    cands: list[Candidate] = []
+    if not unpriced:
+        cands = _candidates(ctx, name, eligible, usable, read_target, write_target)
+        chosen = (solve({name: cands}, MAX_STORAGE_NODES) or {}).get(name)
+    decided_by: Literal["cost", "rules"] = "cost" if chosen is not None else "rules"
+    if chosen is None:  # a price unknown, or no option within MAX_STORAGE_NODES: the rules decide and say so
+        cands = _candidates(ctx, name, [ctx.catalog.storage_servers[server_name]], usable, read_target, write_target)
+        chosen = _by_rules(cands, prefer_erasure)
+    nodes, why = chosen.nodes, _why(chosen)
+    if nodes > MAX_STORAGE_NODES and problems is not None:
+        n = chosen.needs()
+        driver = max((n["read"], "performance.storage.read_throughput"),
+                     (n["write"], "performance.storage.write_throughput"), (n["capacity"], usable_spec[0]))[1]
+        problems.append(Problem(driver, f"the {name} tier needs {nodes} storage servers (" + "; ".join(why)
+                                + f"); expected at most {MAX_STORAGE_NODES} per tier"))
     among = "ec-8+2, ec-6+3, ec-4+2 and replica-3"
+    if decided_by == "cost":
+        month, priced = _monthly(ctx, chosen.server)
+        total = nodes * (month or 0.0)
+        shapes = ", ".join(s.name for s in eligible)
+        rule, formula = "storage.least_cost", (
+            f"least monthly cost of {len(cands)} options ({shapes}; {among}), solved by HiGHS: "
+            f"{counted(nodes, 'node')} x [{priced}] = {usd(total)} a month")
+        spec.append("costs.amortise_months")
+    else:
+        rule = "storage.ec_where_it_saves_servers" if prefer_erasure else "storage.fewest_nodes_then_least_raw"
+        formula = f"of {among}: fewest nodes, then " + (
+            "an erasure code (raw x1.25-1.5 against 3 replicas' x3), then least raw capacity"
+            if prefer_erasure else "least raw capacity")
+    server = chosen.server
+    _, latency = _server_capacity(ctx, server)
+    per_read = chosen.rates.read
     return TierPlan(
         name=name,
         media=server.drive,
         server=server.name,
         usable=traced(Size.of(usable), usable_spec, f"storage.{name}_capacity", usable_formula),
-        protection=traced(protection_label(chosen), spec, rule,
-                          f"of {among}: fewest nodes, then " + (
-                              "an erasure code (raw x1.25-1.5 against 3 replicas' x3), then least raw capacity"
-                              if prefer_erasure else "least raw capacity")
-                          if fixed_nodes is None else f"lab: {protection_label(chosen)} over {LAB_OSDS} OSDs"),
-        alternatives=tuple(options),
-        raw=traced(chosen.raw, usable_spec, "storage.raw_from_protection",
-                   f"{Size.of(usable)} x {chosen.multiplier:.4g} = {chosen.raw}"),
+        protection=traced(protection_label(chosen.option), spec, rule, formula),
+        alternatives=tuple(c.option for c in cands if c.server is server),
+        raw=traced(chosen.option.raw, usable_spec, "storage.raw_from_protection",
+                   f"{Size.of(usable)} x {chosen.option.multiplier:.4g} = {chosen.option.raw}"),
         nodes=traced(nodes, spec, f"storage.{name}_nodes", "max(" + "; ".join(why) + ")"),
         per_node_read=per_read,
         aggregate_read=traced(Rate.of(nodes * per_read.value), spec, f"storage.{name}_aggregate_read",
                               f"{counted(nodes, 'node')} x {per_read} = {Rate.of(nodes * per_read.value)}"),
+        read_latency=latency,
+        options=options(cands, chosen),
+        decided_by=decided_by,
+        unpriced=unpriced,
+    )
+
+
+def _lab_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float, usable_spec: list[str],
+              usable_formula: str, fixed_nodes: int, spec: list[str]) -> TierPlan:
+    """The lab's one storage VM: EC 2+1 over its LAB_OSDS OSDs (failure domain osd)."""
+    server = ctx.catalog.storage_servers[server_name]
+    _, latency = _server_capacity(ctx, server)
+    spec.append("target.storage_targets")
+    chosen = lab_option(usable)
+    per_read = node_rates(ctx, server, chosen).read
+    return TierPlan(
+        name=name,
+        media=server.drive,
+        server=server.name,
+        usable=traced(Size.of(usable), usable_spec, f"storage.{name}_capacity", usable_formula),
+        protection=traced(protection_label(chosen), spec, "storage.fewest_nodes_then_least_raw",
+                          f"lab: {protection_label(chosen)} over {LAB_OSDS} OSDs"),
+        alternatives=(chosen,),
+        raw=traced(chosen.raw, usable_spec, "storage.raw_from_protection",
+                   f"{Size.of(usable)} x {chosen.multiplier:.4g} = {chosen.raw}"),
+        nodes=traced(fixed_nodes, spec, f"storage.{name}_nodes",
+                     f"max({fixed_nodes} storage VM(s) from target.storage_targets, {LAB_OSDS} OSDs: EC 2+1 with "
+                     f"failure domain osd (k+m+1 = {LAB_OSDS}))"),
+        per_node_read=per_read,
+        aggregate_read=traced(Rate.of(fixed_nodes * per_read.value), spec, f"storage.{name}_aggregate_read",
+                              f"{counted(fixed_nodes, 'node')} x {per_read} = {Rate.of(fixed_nodes * per_read.value)}"),
         read_latency=latency,
     )
 
@@ -337,13 +421,13 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
 
     external = ctx.req.storage.external if ctx.req.storage is not None else None
     if external is not None:
-        return _external(ctx, compute, external, train + val + 2 * ckpt, problems)
+        return plan_external(ctx, compute, external, train + val + 2 * ckpt, problems)
     if ctx.is_cloud:
         try:
-            managed = _managed(ctx, compute, train + val + 2 * ckpt, read_t, write_t)
+            managed = plan_managed(ctx, compute, train + val + 2 * ckpt, read_t, write_t)
         except InfeasibleError as exc:
             problems += exc.problems
-        _raise_all(ctx, problems)
+        raise_all(ctx, problems)
         return managed
 
     tiers: list[TierPlan] = []
@@ -361,7 +445,7 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
     )
     tiers.append(local_cache)
     if isinstance(req.target, LabTarget):
-        hot = _size_tier(ctx, "hot", "lab-target", hot_usable, data_spec, hot_formula,
+        hot = _size_tier(ctx, "hot", LAB_SERVER, hot_usable, data_spec, hot_formula,
                          fixed_nodes=req.target.storage_targets)
     else:
         hot = _size_tier(ctx, "hot", "nvme-tlc-server", hot_usable, data_spec, hot_formula, read_t, write_t,
@@ -380,7 +464,7 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
             ctx, "cold", "hdd-server", cold_usable, ["data.training_set", "data.validation_set"],
             f"archive copy: {req.data.training_set} + {req.data.validation_set} = {Size.of(cold_usable)}",
             problems=problems, prefer_erasure=True))
-    _raise_all(ctx, problems)
+    raise_all(ctx, problems)
     ceph = plan_ceph(ctx, compute, qos, tiers[1:])
     per_write = ceph.osd_groups[0].per_node_write.value
     nvmeof = _nvmeof(ctx, compute, hot)
@@ -398,134 +482,3 @@ def plan_storage(ctx: PlanContext, compute: ComputePlan, qos: QosPlan) -> Storag
         ceph=ceph,
         shared=plan_ceph_mount(ctx, compute, ceph, cache),
     )
-
-
-def _raise_all(ctx: PlanContext, problems: list[Problem]) -> None:
-    """Every infeasible target at once, in the spec's order."""
-    if problems:
-        raise InfeasibleError(problems, ctx.spec_file, "targets cannot be met")
-
-
-def managed_capacity(fs: ManagedFileSystem, need: float) -> float:
-    """The smallest size (bytes) the service accepts that holds ``need``: its minimum, else the next step
-    (FSx: 1200 GiB, then multiples of 2400 GiB; GCP: multiples of a larger step above a threshold)."""
-    if need <= fs.min_capacity.value:
-        return fs.min_capacity.value
-    step = fs.capacity_step.value
-    if fs.large_step is not None and fs.large_step_above is not None and need > fs.large_step_above.value:
-        step = fs.large_step.value
-    return ceil_div(need, step) * step
-
-
-def _managed(ctx: PlanContext, compute: ComputePlan, usable: float, read_t: float, write_t: float) -> StoragePlan:
-    """Size the provider's managed file system: capacity for the data and for the throughput target at
-    the tier's throughput per TiB, rounded to a size the service accepts. Tiers are tried from the
-    fastest per TiB down; one whose largest size is too small is skipped; none fitting is an error
-    that names the numbers."""
-    services = sorted((f for f in ctx.catalog.file_systems.values() if f.provider == ctx.provider),
-                      key=lambda f: -f.throughput_per_tib.value)
-    if not services:
-        raise ctx.infeasible("target.provider", f"no managed file system for {ctx.provider} in the catalog")
-    tib, gib = 2.0**40, 2.0**30
-    need_tp = max(read_t, write_t)
-    refused: list[str] = []
-    data_bound = True
-    for fs in services:
-        cap_for_tp = need_tp / fs.throughput_per_tib.value * tib
-        need = max(usable, cap_for_tp)
-        capacity = managed_capacity(fs, need)
-        if fs.max_capacity is not None and capacity > fs.max_capacity.value:
-            data_bound = data_bound and usable > fs.max_capacity.value
-            top = Rate.of(fs.max_capacity.value / tib * fs.throughput_per_tib.value)
-            refused.append(f"{fs.name} needs {Size.of(capacity)} (data {Size.of(usable)}, throughput "
-                           f"{Rate.of(need_tp)} / {fs.throughput_per_tib} per TiB = {Size.of(cap_for_tp)}) but "
-                           f"holds at most {fs.max_capacity} ({top})")
-            continue
-        return _managed_plan(ctx, compute, fs, usable, need_tp, cap_for_tp, capacity, gib, tib)
-    path = "data.training_set" if data_bound else "performance.storage.read_throughput"
-    raise ctx.infeasible(path, f"no {ctx.provider} managed file system in the catalog fits: " + "; ".join(refused))
-
-
-def _managed_plan(ctx: PlanContext, compute: ComputePlan, fs: ManagedFileSystem, usable: float, need_tp: float,
-                  cap_for_tp: float, capacity: float, gib: float, tib: float) -> StoragePlan:
-    agg = Rate.of(capacity / tib * fs.throughput_per_tib.value)
-    spec = ["data.training_set", "data.validation_set", "performance.storage.read_throughput"]
-    large = (f", {fs.large_step} above {fs.large_step_above}"
-             if fs.large_step is not None and fs.large_step_above is not None else "")
-    formula = (f"max(data {Size.of(usable)}, {Rate.of(need_tp)} / {fs.throughput_per_tib} per TiB "
-               f"= {Size.of(cap_for_tp)}), rounded to a size {fs.name} accepts (min {fs.min_capacity}, "
-               f"steps of {fs.capacity_step}{large}) = {Size.of(capacity)} ({round(capacity / gib)} GiB)")
-    throughput_formula = f"{Size.of(capacity)} x {fs.throughput_per_tib} per TiB = {agg}"
-    hot = TierPlan(
-        name="hot", media=fs.service, server=fs.name,
-        usable=traced(Size.of(capacity), spec, "storage.managed_capacity", formula),
-        protection=traced("provider-managed", ["target.provider"], "storage.managed_protection"),
-        alternatives=(), raw=traced(Size.of(capacity), spec, "storage.managed_capacity", formula),
-        nodes=traced(0, ["target.provider"], "storage.managed_has_no_servers"),
-        per_node_read=agg,
-        aggregate_read=traced(agg, spec, "storage.managed_throughput", throughput_formula),
-    )
-    provider = fs.provider
-    managed = ManagedFsPlan(
-        service=fs.name, provider=provider, product=fs.service, sku=fs.sku,
-        capacity=traced(Size.of(capacity), spec, "storage.managed_capacity", formula),
-        capacity_gib=round(capacity / gib), throughput_per_tib=fs.throughput_per_tib,
-        per_unit_throughput=round(fs.throughput_per_tib.value / 1e6),
-        throughput=traced(agg, spec, "storage.managed_throughput", throughput_formula),
-        max_capacity=fs.max_capacity,
-    )
-    return StoragePlan(
-        managed_service=fs.name, managed=managed, tiers=(hot,), read_throughput=hot.aggregate_read,
-        write_throughput=hot.aggregate_read, nvmeof=None, cache=None,
-        shared=plan_managed_mount(ctx, fs.name),
-    )
-
-
-def _external(ctx: PlanContext, compute: ComputePlan, ext: ExternalStorage, data: float,
-              problems: list[Problem]) -> StoragePlan:
-    """The user's own file system: no servers, no NVMe-oF, no dm-cache; the spec's stated capability checked against
-    its targets and data, every figure it does not state taken from the spec's targets (acceptance measures them)."""
-    perf = ctx.req.performance.storage
-    cap = ext.capability
-    cap_path = "storage.external.capability"
-    for stated, target, what in ((cap.read_throughput, perf.read_throughput.value, "read_throughput"),
-                                 (cap.write_throughput, perf.write_throughput.value if perf.write_throughput else None,
-                                  "write_throughput")):
-        if stated is not None and target is not None and stated.value < target:
-            problems.append(Problem(
-                f"{cap_path}.{what}", f"{what} {stated} is below performance.storage.{what} {Rate.of(target)}: the "
-                f"{ext.type} system at {ext.source} cannot meet the target; expected at least {Rate.of(target)}"))
-    if cap.capacity is not None and cap.capacity.value < data:
-        problems.append(Problem(
-            f"{cap_path}.capacity", f"capacity {cap.capacity} is below the data it must hold (training + validation "
-            f"sets + 2 checkpoints = {Size.of(data)}); expected at least {Size.of(data)}"))
-    _raise_all(ctx, problems)
-    shared = plan_external_mount(ctx, compute, ext)
-    rates = {}
-    write_target = perf.write_throughput.value if perf.write_throughput else perf.read_throughput.value
-    for name, stated, target in (("read", cap.read_throughput, perf.read_throughput.value),
-                                 ("write", cap.write_throughput, write_target)):
-        if stated is not None:
-            rates[name] = traced(stated, [f"{cap_path}.{name}_throughput"], "storage.external_capability_as_stated",
-                                 f"{stated}, as the spec states it; acceptance measures it")
-        else:
-            spec_path = f"performance.storage.{name}_throughput" if name == "read" or perf.write_throughput else \
-                "performance.storage.read_throughput"
-            rates[name] = traced(Rate.of(target), [spec_path], "storage.external_target_unstated",
-                                 f"not stated in storage.external.capability: the spec's target {Rate.of(target)}, "
-                                 "which acceptance measures on the user's system")
-    usable = (traced(cap.capacity, [f"{cap_path}.capacity"], "storage.external_capability_as_stated",
-                     f"{cap.capacity}, as the spec states it")
-              if cap.capacity is not None else
-              traced(Size.of(data), ["data.training_set", "data.validation_set"], "storage.external_capacity_unstated",
-                     f"not stated: the data it holds, training + validation sets + 2 checkpoints = {Size.of(data)}"))
-    hot = TierPlan(
-        name="hot", media=ext.type, server="external", usable=usable,
-        protection=traced("user-managed", ["storage.external.type"], "storage.external_protection",
-                          "the user's system protects its own data"),
-        alternatives=(), raw=usable,
-        nodes=traced(0, ["storage.external.type"], "storage.external_has_no_servers",
-                     "clustersmith builds no server of it"),
-        per_node_read=rates["read"].value, aggregate_read=rates["read"])
-    return StoragePlan(managed_service=None, tiers=(hot,), read_throughput=rates["read"],
-                       write_throughput=rates["write"], nvmeof=None, cache=None, shared=shared)

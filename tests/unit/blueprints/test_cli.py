@@ -46,8 +46,8 @@ def test_plan_shows_the_arithmetic() -> None:
     r = run("plan", CANONICAL)
     assert r.returncode == 0, r.stderr
     # the hot tier: 12 Ceph hosts, each bound by 24 OSDs x the catalog's published per-OSD read (planner/ceph.py)
-    for fragment in ("12 nodes x 41.9275GB/s = 503.13GB/s", "512 / 8 = 64", "replica-3 (chosen)",
-                     "replica-3 (chosen)", "24 OSDs x 1.627GiB/s replicated",
+    for fragment in ("12 nodes x 41.9275GB/s = 503.13GB/s", "512 / 8 = 64", "│ replica-3  │ 12 (read)",
+                     "chosen, pareto", "24 OSDs x 1.627GiB/s replicated",
                      "leaf switches", "ceil(512 / 64) = 8", "spine switches", "storage fabric", "leaf / spine / core",
                      "4 / 2 / 0", "ceil(84 hosts / 64) x 2 NICs = 4", "26 << 2 | ECT(0) = 106", ">= 500 GB/s",
                      "wiring (switch/cabling.csv", "compute node-leaf cables"):

@@ -65,6 +65,12 @@ CASES = [
      "performance.predicted.flor", "unknown key 'flor'", None, "did you mean 'floor'?", "predicted:"),
     (("performance:\n  predicted: {gate: 1}\n  storage:", "performance:\n  storage:"),
      "performance.predicted.gate", "expected true or false", "1", None, "predicted:"),
+    (("costs: {amortise_months: 0}\ntarget:", "target:"), "costs.amortise_months", "greater than 0", "0", None,
+     "costs:"),
+    (("costs: {amortise_months: 241}\ntarget:", "target:"), "costs.amortise_months", "less than or equal to 240",
+     "241", None, "costs:"),
+    (("costs: {amortize_months: 36}\ntarget:", "target:"), "costs.amortize_months", "unknown key 'amortize_months'",
+     None, "did you mean 'amortise_months'?", "costs:"),
 ]
 
 

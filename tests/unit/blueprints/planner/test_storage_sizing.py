@@ -16,7 +16,7 @@ from blueprints.catalog import load_catalog
 from blueprints.errors import InfeasibleError
 from blueprints.loader import parse_requirements
 from blueprints.planner import plan
-from blueprints.planner.storage import managed_capacity
+from blueprints.planner.storage_services import managed_capacity
 
 REPO = Path(__file__).resolve().parents[4]
 GIB, TIB = 2.0**30, 2.0**40
