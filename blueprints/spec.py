@@ -395,13 +395,22 @@ class ExternalStorage(Strict):
         return self.mount_point or f"/mnt/{self.type}"
 
 
+class PowerCost(Strict):
+    """What your site pays for power: both from your own contract and facility, never a published average."""
+
+    price_per_kwh: float = Field(gt=0, le=10, description="US dollars per kWh, as your power contract says")
+    pue: float = Field(ge=1.0, le=3.0, description="Your site's power usage effectiveness (facility power / IT power)")
+
+
 class CostSpec(Strict):
-    """How bought hardware is priced (bare metal): its list price spread over months."""
+    """How bought hardware is priced (bare metal): its list price spread over months, and its power."""
 
     amortise_months: int = Field(
         default=60, gt=0, le=240,
         description="Months over which a bought server's list price is spread to a monthly cost, on target.provider "
                     "baremetal: 60 (five years) by default, a policy of yours rather than a published figure")
+    power: PowerCost | None = Field(
+        default=None, description="Price power at the servers' rated maximum: an upper bound of the power bill")
 
 
 class StorageSpec(Strict):
@@ -451,7 +460,7 @@ class Requirements(Strict):
         if external is not None:
             _external_fits_target(external, self.target.provider)
         if "costs" in self.model_fields_set and self.target.provider != "baremetal":
-            raise RuleError("costs.amortise_months",
+            raise RuleError("costs",
                             f"costs is set but target.provider is {self.target.provider!r}: nothing there is bought "
                             "(the clouds bill by the hour, the lab runs on this machine); expected costs only for "
                             "target.provider baremetal")

@@ -37,8 +37,12 @@ def costs_table(costs: CostPlan) -> Table:
         table.add_column(col, justify="right" if col.startswith("per ") else "left", overflow="fold")
     for line in costs.lines:
         what = f"{line.item} x {quantity(line.quantity, line.unit, UNIT_PLURAL.get(line.unit, ''))}"
-        if line.row is None or line.per_hour is None or line.per_month is None:
+        if line.per_hour is None or line.per_month is None:
             table.add_row(line.part, what, line.purchase, "unknown", "unknown", line.unknown)
+            continue
+        if line.row is None:
+            table.add_row(line.part, what, line.purchase, usd(line.per_hour.value), usd(line.per_month.value),
+                          f"stated: {line.stated}")
             continue
         table.add_row(line.part, what, line.purchase, usd(line.per_hour.value), usd(line.per_month.value),
                       f"{line.row.name}: {usd(line.row.price)}/{line.row.unit.replace('_', '-')} "

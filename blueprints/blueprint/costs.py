@@ -35,8 +35,9 @@ class CostLine(Frozen):
     item: str = Field(description="The catalogue's name for it: instance type, server, switch, file system tier")
     quantity: float = Field(gt=0, description="How many units of ``unit`` the design has")
     unit: str = Field(description="What quantity counts, in the singular: instance, host, switch, GiB")
-    purchase: str = Field(description="on_demand, capacity_block, reservation, or owned (bare metal)")
-    row: PriceRow | None = Field(default=None, description="The price row used; None when unknown")
+    purchase: str = Field(description="on_demand, capacity_block, reservation, owned (bare metal) or power")
+    row: PriceRow | None = Field(default=None, description="The price row used; None when unknown or stated")
+    stated: str = Field(default="", description="A price the spec states instead of a row (power's price per kWh)")
     per_hour: Traced[float] | None = None
     per_month: Traced[float] | None = None
     unknown: str = Field(default="", description="Why the part has no price (no row, an unknown row, ...)")
@@ -52,4 +53,4 @@ class CostPlan(Frozen):
     complete: bool = Field(description="Every line is priced: the totals are the design's whole cost")
 
     def unpriced(self) -> tuple[CostLine, ...]:
-        return tuple(line for line in self.lines if line.row is None)
+        return tuple(line for line in self.lines if line.per_month is None)

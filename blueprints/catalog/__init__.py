@@ -108,6 +108,14 @@ class GpuServer(_Entry):
     storage_nic: str = Field(description="NIC catalog key of the storage NICs")
     local_nvme: Size = Field(description="Local NVMe cache capacity")
     storage_read_per_node: Rate = Field(description="Storage read one node should sustain")
+    max_power_kw: float | None = Field(default=None, gt=0, description="Rated maximum input power, kW")
+    power_source: str = Field(default="", description="Where max_power_kw was read")
+
+    @model_validator(mode="after")
+    def _power_with_its_source(self) -> Self:
+        if self.max_power_kw is not None and len(self.power_source) < 3:
+            raise ValueError(f"{self.name}: max_power_kw names its source (power_source)")
+        return self
 
 
 class StorageServer(_Entry):

@@ -4,8 +4,9 @@
 Clouds: every host group's instances at the price of the way the fleets buy them (on demand, or a Capacity Block;
 a reservation's price is the user's contract, so unknown), and the managed file system per GB-month. Bare metal:
 servers and switches are bought, not rented: a list price (purchase list) spread over the spec's
-costs.amortise_months prices each; the shipped catalogue has none found yet, so each is named unpriced, and power is
-not priced (no power draw per server shape in the catalogue). The lab runs on this machine: nothing to price.
+costs.amortise_months prices each (the shipped catalogue has none found yet, so each is named unpriced); power at each
+server's rated maximum input times the PUE and price per kWh the spec states (costs.power), where the catalogue has
+the server's power figure. The lab runs on this machine: nothing to price.
 """
 
 from __future__ import annotations
@@ -117,9 +118,40 @@ def _owned(ctx: PlanContext, part: str, item: str, count: int, unit: str, spec: 
                     per_hour=per_hour, per_month=per_month)
 
 
+def _power(ctx: PlanContext, hosts: tuple[HostGroup, ...]) -> list[CostLine]:
+    """Power of the bought hosts at their rated maximum input (an upper bound: a training node draws less on
+    average), times the site's PUE and its price per kWh, both stated in the spec's costs.power; one line per host
+    group, unknown where the catalogue has no power figure for the server, one line in all where no price is stated."""
+    power = ctx.req.costs.power
+    if power is None:
+        return [CostLine(part="power (every host)", item="power", quantity=sum(g.count for g in hosts), unit="host",
+                         purchase="power", unknown="no price stated: costs.power (price_per_kwh and pue, from your "
+                                                   "contract and site) prices it")] if hosts else []
+    spec = ("costs.power.price_per_kwh", "costs.power.pue")
+    stated = f"{usd(power.price_per_kwh)}/kWh and PUE {power.pue:g} (costs.power)"
+    lines = []
+    for g in hosts:
+        server = ctx.catalog.gpu_servers.get(g.node_type)
+        part = f"power of {_hosts_part(g)}"
+        if server is None or server.max_power_kw is None:
+            lines.append(CostLine(part=part, item=g.node_type, quantity=g.count, unit="host", purchase="power",
+                                  unknown=f"no rated power for {g.node_type} in the catalogue"))
+            continue
+        kw = server.max_power_kw
+        hour = g.count * kw * power.pue * power.price_per_kwh
+        per_hour = traced(hour, (*OWNED_SPEC[g.role], *spec), "costs.power",
+                          f"{counted(g.count, 'host')} x {kw:g} kW at most ({g.node_type}'s rated maximum input) x "
+                          f"PUE {power.pue:g} x {usd(power.price_per_kwh)}/kWh = {usd(hour)}/h")
+        per_month = traced(hour * HOURS_PER_MONTH, per_hour.derived_from.spec, "costs.month",
+                           f"{usd(hour)}/h x {HOURS_PER_MONTH} h = {usd(hour * HOURS_PER_MONTH)}/month")
+        lines.append(CostLine(part=part, item=g.node_type, quantity=g.count, unit="host", purchase="power",
+                              stated=stated, per_hour=per_hour, per_month=per_month))
+    return lines
+
+
 def _total(lines: list[CostLine], field: str, unit: str) -> Traced[float] | None:
     priced: list[tuple[str, Traced[float]]] = [(line.part, getattr(line, field)) for line in lines
-                                                if line.row is not None]
+                                                if getattr(line, field) is not None]
     if not priced:
         return None
     total = sum(p.value for _, p in priced)
@@ -143,7 +175,8 @@ def plan_costs(ctx: PlanContext, compute: ComputePlan, hosts: tuple[HostGroup, .
                   for g in hosts if g.count]
         lines += [_owned(ctx, f"{t.fabric} {t.tier} switches", t.model, t.count, "switch", ("compute.gpus",))
                   for t in (wiring.switches if wiring is not None else ())]
+        lines += _power(ctx, tuple(g for g in hosts if g.count))
     return CostPlan(max_age_days=ctx.catalog.prices.max_age_days, lines=tuple(lines),
                     total_per_hour=_total(lines, "per_hour", "/h"),
                     total_per_month=_total(lines, "per_month", "/month"),
-                    complete=all(line.row is not None for line in lines))
+                    complete=all(line.per_month is not None for line in lines))

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from blueprints.blueprint import Blueprint
 from blueprints.catalog import Catalog, Price, load_catalog
+from blueprints.errors import SpecError
 from blueprints.loader import parse_requirements
 from blueprints.planner import plan
 from blueprints.summary import print_summary
@@ -93,10 +94,10 @@ def test_a_file_system_is_priced_per_gb_month_and_every_part_priced_makes_the_to
 def test_bare_metal_names_every_server_and_switch_unpriced_and_has_no_total() -> None:
     costs = planned(REPO / "examples" / "cv-training-500tb.yaml").costs
     assert costs.lines and not costs.complete and costs.total_per_hour is None and costs.total_per_month is None
-    assert {line.purchase for line in costs.lines} == {"owned"}
+    assert {line.purchase for line in costs.lines} == {"owned", "power"}
     items = {line.item for line in costs.lines}
     assert {"dgx-h100", "nvme-tlc-server", "SN5600-400G"} <= items
-    assert all("list price amortised" in line.unknown for line in costs.lines)
+    assert all("list price amortised" in line.unknown for line in costs.lines if line.purchase == "owned")
 
 
 def test_the_lab_buys_nothing() -> None:
@@ -159,3 +160,57 @@ def test_two_rows_of_one_name_are_refused(tmp_path: Path) -> None:
     (folder / "prices.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(ValueError, match="two rows share a name"):
         load_catalog.__wrapped__(folder)
+
+
+def test_power_is_priced_at_the_rated_maximum_times_the_stated_pue_and_price_by_hand() -> None:
+    """64 DGX H100 at 10.2 kW at most (the catalogue's, from NVIDIA's user guide), PUE 1.4, $0.10/kWh:
+    64 x 10.2 x 1.4 x 0.10 = $91.392 an hour, x 730 = $66,716.16 a month. The storage servers have no power figure."""
+    doc = yaml.safe_load((REPO / "examples" / "cv-training-500tb.yaml").read_text())
+    doc["costs"] = {"power": {"price_per_kwh": 0.10, "pue": 1.4}}
+    costs = plan(parse_requirements(yaml.safe_dump(doc))).costs
+    power = [line for line in costs.lines if line.purchase == "power"]
+    gpu = next(line for line in power if line.item == "dgx-h100")
+    assert gpu.per_hour is not None and gpu.per_month is not None and gpu.row is None
+    assert gpu.per_hour.value == pytest.approx(91.392) and gpu.per_month.value == pytest.approx(66_716.16)
+    assert gpu.per_hour.derived_from.formula == ("64 hosts x 10.2 kW at most (dgx-h100's rated maximum input) x "
+                                                 "PUE 1.4 x $0.10/kWh = $91.39/h")
+    assert {"costs.power.price_per_kwh", "costs.power.pue", "compute.gpus"} <= set(gpu.per_hour.derived_from.spec)
+    assert gpu.stated == "$0.10/kWh and PUE 1.4 (costs.power)"
+    unknown = {line.item: line.unknown for line in power if line.per_month is None}
+    assert unknown["nvme-tlc-server"] == "no rated power for nvme-tlc-server in the catalogue"
+    # the only priced line: the total is the power of the GPU nodes, and says what it leaves out
+    assert costs.total_per_month is not None and costs.total_per_month.value == pytest.approx(66_716.16)
+    assert not costs.complete
+    out = io.StringIO()
+    print_summary(plan(parse_requirements(yaml.safe_dump(doc))), Console(file=out, width=400))
+    assert "stated: $0.10/kWh and PUE 1.4 (costs.power)" in out.getvalue()
+
+
+def test_without_a_stated_power_price_power_is_one_unknown_line_that_says_how_to_price_it() -> None:
+    costs = planned(REPO / "examples" / "cv-training-500tb.yaml").costs
+    (power,) = [line for line in costs.lines if line.purchase == "power"]
+    assert power.part == "power (every host)" and power.per_month is None
+    assert power.unknown.startswith("no price stated: costs.power (price_per_kwh and pue")
+
+
+@pytest.mark.parametrize(("power", "field", "message"), [
+    ({"price_per_kwh": 0, "pue": 1.4}, "costs.power.price_per_kwh", "greater than 0"),
+    ({"price_per_kwh": 0.1, "pue": 0.9}, "costs.power.pue", "greater than or equal to 1"),
+    ({"price_per_kwh": 0.1}, "costs.power.pue", "required key is missing"),
+])
+def test_a_power_price_that_cannot_hold_is_refused_naming_the_field(power: dict[str, float], field: str,
+                                                                     message: str) -> None:
+    doc = yaml.safe_load((REPO / "examples" / "cv-training-500tb.yaml").read_text())
+    doc["costs"] = {"power": power}
+    with pytest.raises(SpecError) as info:
+        parse_requirements(yaml.safe_dump(doc))
+    assert any(p.path == field and message in p.message for p in info.value.problems), info.value.problems
+
+
+def test_costs_on_a_target_that_buys_nothing_is_refused() -> None:
+    doc = yaml.safe_load(LLM.read_text())
+    doc["costs"] = {"power": {"price_per_kwh": 0.1, "pue": 1.2}}
+    with pytest.raises(SpecError) as info:
+        parse_requirements(yaml.safe_dump(doc))
+    (problem,) = info.value.problems
+    assert problem.path == "costs" and "target.provider is 'aws'" in problem.message
