@@ -15,12 +15,15 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from validators.fio import parse_fio_file
+from validators.gpu_query import parse_query_gpu_file
+from validators.gpu_topo import parse_topo_file
 from validators.monitoring import parse_targets
 from validators.nccl import iter_nccl_file, parse_nccl_file
 from validators.nccl_debug import parse_nccl_debug_file
 from validators.nvmeof import parse_list_subsys
 from validators.rdma import parse_perftest_bw_file, parse_perftest_lat_file
 from validators.source import document
+from validators.xid import parse_xid_file
 
 SMALL_JSON = 16 << 20  # nvme list-subsys and Prometheus' targets: some KB per host
 
@@ -41,6 +44,9 @@ PARSERS: dict[str, Callable[[Path], BaseModel]] = {
     "ib_read_lat": parse_perftest_lat_file,
     "nvme-list-subsys": _list_subsys,
     "prometheus-targets": _targets,
+    "nvidia-smi-topo": parse_topo_file,
+    "nvidia-smi-query-gpu": parse_query_gpu_file,
+    "kernel-xid": parse_xid_file,  # a whole kernel log: streamed, only the Xid and SXid lines kept
 }
 
 
