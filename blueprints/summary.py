@@ -111,7 +111,8 @@ def summary(bp: Blueprint) -> Group:
     ceph = ceph_tables(s.ceph) if s.ceph is not None else []
     fleets = [_fleets(bp.fleets)] if bp.fleets is not None else []
     wiring = [_wiring(bp.wiring)] if bp.wiring is not None else []
-    parts: list[Table] = [compute, *fleets, fabric, storage_net, *wiring, qos, storage, protection, *ceph, designed,
+    options = [protection] if any(t.options for t in s.tiers) else []
+    parts: list[Table] = [compute, *fleets, fabric, storage_net, *wiring, qos, storage, *options, *ceph, designed,
                           checks]
     if bp.acceptance.footprint is not None:
         parts.append(_footprint(bp.acceptance.footprint, bp.acceptance))

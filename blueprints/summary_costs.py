@@ -73,8 +73,13 @@ def storage_options_table(tiers: tuple[TierPlan, ...]) -> Table:
             headroom = f"{o.headroom * 100:+.1f}%" if o.headroom is not None else "no target"
             nodes = f"{o.nodes} ({o.binding})" if o.protection != "provider-managed" else f"managed ({o.binding})"
             table.add_row(tier.name, f"{o.server} ({o.media})", o.protection, nodes, str(o.raw),
-                          headroom, usd(o.per_month) if o.per_month is not None else "unknown", mark)
-        if tier.options:
+                          headroom, usd(o.per_month) if o.per_month is not None else
+                          "-" if o.binding == "target.storage_targets" else "unknown", mark)
+        if not tier.options:
+            continue
+        if tier.options[0].binding == "target.storage_targets":
+            notes.append(f"{tier.name}: the lab's storage VMs (target.storage_targets), nothing bought")
+        else:
             notes.append(f"{tier.name}: least cost (HiGHS)" if tier.decided_by == "cost" else
                          f"{tier.name}: rules (unpriced: {', '.join(tier.unpriced)})")
     table.caption = "; ".join(notes)

@@ -31,8 +31,8 @@ class TierOption(Frozen):
     media: str = Field(description="Its drives' media class")
     protection: str = Field(description="e.g. ec-8+2 or replica-3")
     nodes: int = Field(description="Servers it needs: the largest of what each constraint needs")
-    binding: Literal["read", "write", "capacity", "failure domains"] = Field(
-        description="The constraint that sets the server count")
+    binding: Literal["read", "write", "capacity", "failure domains", "target.storage_targets"] = Field(
+        description="The constraint that sets the server count (the lab: the spec's count of storage VMs)")
     raw: Size = Field(description="Raw capacity of those servers")
     aggregate_read: Rate = Field(description="Their read throughput under this protection")
     headroom: float | None = Field(description="aggregate read / the tier's read target - 1; None where the tier "

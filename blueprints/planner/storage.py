@@ -27,6 +27,7 @@ from blueprints.blueprint import (
     ProtectionOption,
     QosPlan,
     StoragePlan,
+    TierOption,
     TierPlan,
     Traced,
     traced,
@@ -240,6 +241,11 @@ def _lab_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float,
         aggregate_read=traced(Rate.of(fixed_nodes * per_read.value), spec, f"storage.{name}_aggregate_read",
                               f"{counted(fixed_nodes, 'node')} x {per_read} = {Rate.of(fixed_nodes * per_read.value)}"),
         read_latency=latency,
+        options=(TierOption(server=server.name, media=ctx.catalog.drives[server.drive].media,
+                            protection=protection_label(chosen), nodes=fixed_nodes, binding="target.storage_targets",
+                            raw=Size.of(fixed_nodes * _server_capacity(ctx, server)[0].value),
+                            aggregate_read=Rate.of(fixed_nodes * per_read.value), headroom=None, per_month=None,
+                            pareto=True, chosen=True),),
     )
 
 

@@ -203,3 +203,19 @@ def test_the_managed_file_system_tier_is_the_cheapest_that_fits_where_every_tier
         "fsx-lustre-persistent2-250": 860_328, "fsx-lustre-persistent2-125": 1_188_072}
     fs_line = next(line for line in bp.costs.lines if line.item == "fsx-lustre-persistent2-500")
     assert fs_line.per_month is not None and fs_line.per_month.value == pytest.approx(696_864)
+
+
+def test_the_lab_shows_its_one_storage_option_and_a_plan_without_options_shows_no_table() -> None:
+    lab = plan(parse_requirements((REPO / "examples" / "lab.yaml").read_text()))
+    hot = tier(lab, "hot")
+    ((option),) = hot.options
+    assert (option.protection, option.nodes, option.binding, option.chosen) == ("ec-2+1", 1,
+                                                                                 "target.storage_targets", True)
+    out = io.StringIO()
+    print_summary(lab, Console(file=out, width=400))
+    assert "hot: the lab's storage VMs (target.storage_targets), nothing bought" in out.getvalue()
+    bare = lab.model_copy(update={"storage": lab.storage.model_copy(update={"tiers": tuple(
+        t.model_copy(update={"options": ()}) for t in lab.storage.tiers)})})
+    out = io.StringIO()
+    print_summary(bare, Console(file=out, width=400))
+    assert "storage options" not in out.getvalue()
