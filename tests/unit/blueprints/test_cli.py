@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -54,10 +55,27 @@ def test_plan_shows_the_arithmetic() -> None:
         assert fragment in r.stdout
 
 
-def test_build_and_explain(tmp_path: Path) -> None:
-    r = run("build", CANONICAL, "-o", tmp_path)
+Built = Callable[[Path], tuple[subprocess.CompletedProcess[str], Path]]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """`clustersmith build` of an example into one folder, run once for all the tests that build or read it (the
+    canonical example was built three times): the run and the build folder."""
+    out = tmp_path_factory.mktemp("out")
+    done: dict[Path, tuple[subprocess.CompletedProcess[str], Path]] = {}
+
+    def build(spec: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+        if spec not in done:
+            done[spec] = run("build", spec, "-o", out), out / spec.stem
+        return done[spec]
+
+    return build
+
+
+def test_build_and_explain(built: Built) -> None:
+    r, folder = built(CANONICAL)
     assert r.returncode == 0, r.stderr
-    folder = tmp_path / "cv-training-500tb"
     assert (folder / "blueprint.yaml").is_file()
     r = run("explain", folder, "acceptance.storage.read_throughput")
     assert r.returncode == 0, r.stderr
@@ -67,9 +85,8 @@ def test_build_and_explain(tmp_path: Path) -> None:
     assert "max(read: 500GB/s / 41.9275GB/s per node [min(" in r.stdout
 
 
-def test_explain_unknown_path_lists_what_exists(tmp_path: Path) -> None:
-    run("build", CANONICAL, "-o", tmp_path)
-    r = run("explain", tmp_path / "cv-training-500tb", "storage.tiers.hott")
+def test_explain_unknown_path_lists_what_exists(built: Built) -> None:
+    r = run("explain", built(CANONICAL)[1], "storage.tiers.hott")
     assert r.returncode == 2
     assert "storage.tiers.hott: no such value in the Blueprint; under storage.tiers there is: local_cache, hot" \
         in r.stderr
@@ -155,10 +172,10 @@ def test_schema_defaults_are_valid_under_the_schema() -> None:
 
 
 @pytest.mark.parametrize("example", sorted((REPO / "examples").glob("*.yaml")), ids=lambda p: p.stem)
-def test_every_example_builds(example: Path, tmp_path: Path) -> None:
-    r = run("build", example, "-o", tmp_path)
+def test_every_example_builds(example: Path, built: Built) -> None:
+    r, folder = built(example)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / example.stem / "blueprint.yaml").is_file()
+    assert (folder / "blueprint.yaml").is_file()
 
 
 def test_make_demo_works_for_a_spec_of_any_file_name(tmp_path: Path) -> None:
