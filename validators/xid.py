@@ -37,7 +37,7 @@ XID = re.compile(r"NVRM: Xid \(PCI:(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-F
 PID = re.compile(r"^pid=(?:'(?P<quoted>[^']*)'|(?P<plain>[^,]*)), name=(?P<name>[^,]*)(?:, (?P<rest>.*))?$")
 SXID = re.compile(r"(?P<switch>nvidia-nvswitch\d+): SXid \(PCI:(?P<bus>[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:"
                   r"[0-9A-Fa-f]{2}\.[0-7])\): (?P<sxid>\d+), (?P<rest>.*)$")
-Action = Literal["reset_or_service", "application", "unknown"]
+Action = Literal["reset_or_service", "application", "no_action", "unknown"]
 
 
 class XidEvent(Frozen):

@@ -176,7 +176,11 @@ def test_xid_catalogue_classifies_only_what_the_documentation_says() -> None:
     assert {13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 154} <= set(cat.xids)
     assert all(e.page and e.says for e in cat.xids.values() if e.action != "unknown")
     assert (xid_action(63), xid_action(8), xid_action(79), xid_action(12345)) == \
-        ("reset_or_service", "application", "unknown", "unknown")
+        ("reset_or_service", "application", "reset_or_service", "unknown")
+    # NVIDIA's own mapping (NVSentinel's xiderrorsmapping.csv): the bucket quoted, the class read from it
+    assert (xid_action(13), xid_action(94), xid_action(95), xid_action(92), xid_action(45), xid_action(154)) == (
+        "application", "application", "reset_or_service", "no_action", "unknown", "unknown")
+    assert cat.xids[79].says == "79,ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS,RESTART_BM,FATAL"
 
 
 # --- clustersmith parse ------------------------------------------------------------------------------------------
