@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from blueprints.catalog import Catalog
 from blueprints.errors import InfeasibleError, Problem
 from blueprints.lab_plan import LabPlan
-from blueprints.spec import Requirements
+from blueprints.spec import AwsTarget, AzureTarget, GcpTarget, Requirements
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,12 @@ class PlanContext:
     @property
     def is_cloud(self) -> bool:
         return self.provider in ("aws", "gcp", "azure")
+
+    @property
+    def region(self) -> str | None:
+        """The cloud region prices are looked up in; None off the clouds."""
+        t = self.req.target
+        return t.region if isinstance(t, (AwsTarget, GcpTarget, AzureTarget)) else None
 
     @property
     def is_lab(self) -> bool:

@@ -19,7 +19,6 @@ from blueprints.figures import counted, usd
 from blueprints.fleet_plan import FleetsPlan
 from blueprints.hosts import HostGroup
 from blueprints.planner.context import PlanContext
-from blueprints.spec import AwsTarget, AzureTarget, GcpTarget
 from blueprints.traced import Traced, traced
 
 PURCHASE: dict[str, PricePurchase | None] = {"on-demand": "on_demand", "capacity-block": "capacity_block",
@@ -28,11 +27,6 @@ PURCHASE: dict[str, PricePurchase | None] = {"on-demand": "on_demand", "capacity
 OWNED_SPEC = {"gpu_client": ("compute.gpus",), "monitoring": ("target.provider",),
               "storage_target": ("data.training_set", "performance.storage.read_throughput")}
 ROLE_PART = {"gpu_client": "GPU nodes", "storage_target": "storage servers", "monitoring": "monitoring host"}
-
-
-def _region(ctx: PlanContext) -> str | None:
-    t = ctx.req.target
-    return t.region if isinstance(t, (AwsTarget, GcpTarget, AzureTarget)) else None
 
 
 def _hosts_part(group: HostGroup) -> str:
@@ -80,7 +74,7 @@ def _cloud_hosts(ctx: PlanContext, group: HostGroup, fleets: FleetsPlan | None, 
     purchase = PURCHASE[capacity]
     bought = capacity.replace("-", "_")
     row, why = (None, "a reservation's price is the user's contract with the provider") if purchase is None \
-        else _row(ctx.catalog.prices, group.node_type, _region(ctx), purchase)
+        else _row(ctx.catalog.prices, group.node_type, ctx.region, purchase)
     if row is None:
         return CostLine(part=part, item=group.node_type, quantity=group.count, unit="instance", purchase=bought,
                         unknown=why)
@@ -91,7 +85,7 @@ def _cloud_hosts(ctx: PlanContext, group: HostGroup, fleets: FleetsPlan | None, 
 
 def _file_system(ctx: PlanContext, managed: ManagedFsPlan) -> CostLine:
     part = f"managed file system ({managed.product})"
-    row, why = _row(ctx.catalog.prices, managed.service, _region(ctx), "on_demand")
+    row, why = _row(ctx.catalog.prices, managed.service, ctx.region, "on_demand")
     if row is None:
         return CostLine(part=part, item=managed.service, quantity=managed.capacity_gib, unit="GiB",
                         purchase="on_demand", unknown=why)

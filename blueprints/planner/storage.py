@@ -220,7 +220,7 @@ def _lab_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float,
               usable_formula: str, fixed_nodes: int, spec: list[str]) -> TierPlan:
     """The lab's one storage VM: EC 2+1 over its LAB_OSDS OSDs (failure domain osd)."""
     server = ctx.catalog.storage_servers[server_name]
-    _, latency = _server_capacity(ctx, server)
+    per_cap, latency = _server_capacity(ctx, server)
     spec.append("target.storage_targets")
     chosen = lab_option(usable)
     per_read = node_rates(ctx, server, chosen).read
@@ -243,7 +243,7 @@ def _lab_tier(ctx: PlanContext, name: TierName, server_name: str, usable: float,
         read_latency=latency,
         options=(TierOption(server=server.name, media=ctx.catalog.drives[server.drive].media,
                             protection=protection_label(chosen), nodes=fixed_nodes, binding="target.storage_targets",
-                            raw=Size.of(fixed_nodes * _server_capacity(ctx, server)[0].value),
+                            raw=Size.of(fixed_nodes * per_cap.value),
                             aggregate_read=Rate.of(fixed_nodes * per_read.value), headroom=None, per_month=None,
                             pareto=True, chosen=True),),
     )

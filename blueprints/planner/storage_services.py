@@ -60,7 +60,7 @@ def plan_managed(ctx: PlanContext, compute: ComputePlan, usable: float, read_t: 
     if not fitting:
         path = "data.training_set" if data_bound else "performance.storage.read_throughput"
         raise ctx.infeasible(path, f"no {ctx.provider} managed file system in the catalog fits: " + "; ".join(refused))
-    region = getattr(ctx.req.target, "region", None)
+    region = ctx.region
     monthly: dict[str, float | None] = {}
     unpriced: list[str] = []
     for fs, _, capacity in fitting:
